@@ -1,0 +1,19 @@
+-- Renews the leases of many held locks in one call (the watchdog's batch).
+-- KEYS[i] lock key of the i-th hold, for i = 1 .. #KEYS
+-- ARGV[1] lease: new lease for every lock still held, in milliseconds (integer > 0)
+-- ARGV[i + 1] owner: hash field of the owner of the i-th hold
+-- Returns an array with one integer per key: 1 renewed, 0 the owner no longer holds that lock.
+local lease = tonumber(ARGV[1])
+local renewed = {}
+
+for i = 1, #KEYS do
+  local lockKey = KEYS[i]
+  local owner = ARGV[i + 1]
+  if redis.call('hexists', lockKey, owner) == 1 then
+    redis.call('pexpire', lockKey, lease)
+    renewed[i] = 1
+  else
+    renewed[i] = 0
+  end
+end
+return renewed

@@ -1,0 +1,645 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { EventEmitter } from 'eventemitter3';
+import pRetry from 'p-retry';
+import {
+  ClientClosedError,
+  InvalidArgumentError,
+  LockError,
+  LockLostError,
+  LockNotOwnedError,
+  type LockLostReason,
+} from './errors.js';
+import { chainId, Hold, OperationChains } from './hold.js';
+import { lockKey, requestKey, unlockChannel } from './keys.js';
+import { Lease } from './lease.js';
+import { Lock, type LockCore, type LockTarget } from './locks/lock.js';
+import type { LockClientEvents, LockClientOptions, LockOptions } from './options.js';
+import { UnlockSubscriptions } from './pubsub.js';
+import type { LockRedisClient, LockSubscriberClient } from './redis.js';
+import { luaScripts } from './scripts/generated.js';
+import { isTransient, ScriptRunner } from './scripts/runner.js';
+import type { LuaScript } from './scripts/script.js';
+import {
+  checkBoolean,
+  checkDuration,
+  checkKey,
+  checkOptions,
+  checkText,
+  describe,
+  MAX_NAME_LENGTH,
+  MAX_PREFIX_LENGTH,
+} from './validate.js';
+import { Watchdog } from './watchdog.js';
+
+const DEFAULT_WATCHDOG_TIMEOUT_MS = 30_000;
+const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
+const DEFAULT_SUBSCRIPTION_LINGER_MS = 5_000;
+/** Keys per renewal call: 10,000 held locks renew in 20 calls. */
+const RENEW_BATCH_SIZE = 500;
+/** How long a request key outlives its request: longer than any retry of that request. */
+const REQUEST_TTL_MS = 60_000;
+
+const CLIENT_OPTIONS = [
+  'watchdogTimeoutMs',
+  'keyPrefix',
+  'commandTimeoutMs',
+  'subscriptionLingerMs',
+] as const;
+const LOCK_OPTIONS = ['reentrant'] as const;
+
+/** An acquire attempt's outcome: a hold, or the PTTL of the lock held by someone else. */
+type Attempt = { readonly hold: Hold } | { readonly hold?: undefined; readonly pttl: number };
+
+function toError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+/** Wraps a failure of Redis itself; keeps latchkey's own errors and abort reasons as they are. */
+function redisError(error: unknown, doing: string): unknown {
+  if (error instanceof LockError) return error;
+  return new LockError('REDIS_ERROR', `Redis failed while ${doing}: ${toError(error).message}`, {
+    cause: error,
+  });
+}
+
+function checkClient(redis: unknown): LockRedisClient {
+  const candidate = redis as Partial<Record<'sendCommand' | 'duplicate', unknown>> | null;
+  if (
+    typeof candidate !== 'object' ||
+    candidate === null ||
+    typeof candidate.sendCommand !== 'function' ||
+    typeof candidate.duplicate !== 'function'
+  ) {
+    throw new InvalidArgumentError(
+      `Expected \`redis\` to be a node-redis client (from createClient() of the \`redis\` package), got ${describe(redis)}`,
+    );
+  }
+  return redis as LockRedisClient;
+}
+
+/**
+ * Entry point of latchkey: owns a client id, the watchdog that renews held locks, and one
+ * subscriber connection for unlock notifications. Pass it your connected node-redis client;
+ * latchkey never closes that client.
+ *
+ * @example
+ * ```ts
+ * import { createClient } from 'redis';
+ * import { LockClient } from 'latchkey';
+ *
+ * const redis = await createClient({ url: 'redis://localhost:6379' }).connect();
+ * const locks = new LockClient(redis);
+ * await locks.lock('invoice:42').withLock(async () => {
+ *   await issueInvoice(42);
+ * });
+ * await locks.close();
+ * ```
+ */
+export class LockClient extends EventEmitter<LockClientEvents> {
+  readonly #redis: LockRedisClient;
+  readonly #runner: ScriptRunner;
+  /** Secret: part of every owner field. Never shown in a message, an event or a log line. */
+  readonly #clientId = randomUUID();
+  readonly #requestPrefix = randomBytes(6).toString('hex');
+  #requestCounter = 0;
+  readonly #keyPrefix: string;
+  readonly #watchdogTimeoutMs: number;
+  readonly #commandTimeoutMs: number;
+  /** Holds of this client by chain id (lock key + owner field), while count > 0. */
+  readonly #holds = new Map<string, Hold>();
+  readonly #chains = new OperationChains();
+  readonly #watchdog: Watchdog;
+  readonly #subscriptions: UnlockSubscriptions;
+  readonly #core: LockCore;
+  #closed = false;
+
+  /**
+   * @param redis - a connected node-redis client (`createClient(...).connect()`), v5 or later.
+   * @param options - see {@link LockClientOptions}; all optional.
+   * @throws {@link InvalidArgumentError} for a client that is not a node-redis client or an
+   *   option that is unknown or out of range.
+   */
+  constructor(redis: LockRedisClient, options?: LockClientOptions) {
+    super();
+    this.#redis = checkClient(redis);
+    const given = checkOptions('options', options, CLIENT_OPTIONS);
+    this.#watchdogTimeoutMs =
+      given.watchdogTimeoutMs === undefined
+        ? DEFAULT_WATCHDOG_TIMEOUT_MS
+        : checkDuration('watchdogTimeoutMs', given.watchdogTimeoutMs, 30);
+    this.#keyPrefix =
+      given.keyPrefix === undefined ? '' : checkText('keyPrefix', given.keyPrefix, MAX_PREFIX_LENGTH, true);
+    this.#commandTimeoutMs =
+      given.commandTimeoutMs === undefined
+        ? DEFAULT_COMMAND_TIMEOUT_MS
+        : checkDuration('commandTimeoutMs', given.commandTimeoutMs, 1);
+    const lingerMs =
+      given.subscriptionLingerMs === undefined
+        ? DEFAULT_SUBSCRIPTION_LINGER_MS
+        : checkDuration('subscriptionLingerMs', given.subscriptionLingerMs, 0);
+
+    this.#runner = new ScriptRunner(this.#redis, this.#commandTimeoutMs);
+    this.#watchdog = new Watchdog(
+      { renew: (holds) => this.#renew(holds), expire: (hold) => this.#expire(hold) },
+      Math.max(10, Math.floor(this.#watchdogTimeoutMs / 3)),
+      RENEW_BATCH_SIZE,
+    );
+    this.#subscriptions = new UnlockSubscriptions(
+      {
+        connect: () => this.#connectSubscriber(),
+        onError: (error) => this.#emitError(error),
+        closedError: () => new ClientClosedError(),
+      },
+      lingerMs,
+    );
+    this.#core = {
+      clientId: this.#clientId,
+      watchdogTimeoutMs: this.#watchdogTimeoutMs,
+      assertOpen: () => this.#assertOpen(),
+      acquire: (target, field, waitMs, leaseMs, signal) =>
+        this.#acquire(target, field, waitMs, leaseMs, signal),
+      release: (hold) => this.#release(hold),
+      command: (args, doing) => this.#command(args, doing),
+      forceUnlock: (target) => this.#forceUnlock(target),
+    };
+  }
+
+  /**
+   * A handle on the lock `name` (key `keyPrefix + name`). Sends nothing to Redis.
+   *
+   * @param name - 1 to 1,024 characters, not only white space, no control characters, well-formed
+   *   Unicode; braces only as one non-empty `{hash tag}`.
+   * @example
+   * ```ts
+   * const lock = locks.lock('invoice:42');
+   * const strict = locks.lock('report:daily', { reentrant: false });
+   * ```
+   */
+  lock(name: string, options?: LockOptions): Lock {
+    const checked = checkText('name', name, MAX_NAME_LENGTH, false);
+    const given = checkOptions('options', options, LOCK_OPTIONS);
+    const reentrant = given.reentrant === undefined ? true : checkBoolean('reentrant', given.reentrant);
+    const key = lockKey(this.#keyPrefix, checked);
+    checkKey('name', key);
+    return new Lock(this.#core, { name: checked, key, channel: unlockChannel(key), reentrant });
+  }
+
+  /** Whether {@link LockClient.close} was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Stops the watchdog and closes the subscriber connection this client opened. Waiting
+   * acquisitions reject with {@link ClientClosedError}; locks still held are released (one
+   * attempt each) and their leases' signals abort with a {@link LockLostError} (reason
+   * `client-closed`). The node-redis client you passed in stays open.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#watchdog.stop();
+    const held = [...this.#holds.values()];
+    this.#holds.clear();
+    const releases = held.map((hold) => {
+      this.#markLost(hold, 'client-closed', `Lock "${hold.name}" was given up because its LockClient closed`);
+      return this.#runner
+        .run(luaScripts['lock/abandon'], [hold.key, hold.channel], [hold.field])
+        .catch(() => undefined);
+    });
+    await Promise.all([this.#subscriptions.close(), ...releases]);
+  }
+
+  /** Same as {@link LockClient.close}, for `await using locks = new LockClient(redis)`. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  // ---- internals -------------------------------------------------------------------------
+
+  #assertOpen(): void {
+    if (this.#closed) throw new ClientClosedError();
+  }
+
+  #nextRequestId(): string {
+    this.#requestCounter += 1;
+    return `${this.#requestPrefix}${this.#requestCounter.toString(36)}`;
+  }
+
+  #emitError(error: Error): void {
+    try {
+      this.emit('error', error);
+    } catch {
+      // A throwing 'error' listener has nowhere left to report to.
+    }
+  }
+
+  #emit<E extends Exclude<keyof LockClientEvents, 'error'>>(
+    event: E,
+    payload: Parameters<LockClientEvents[E]>[0],
+  ): void {
+    try {
+      (this.emit as (event: E, payload: unknown) => boolean)(event, payload);
+    } catch (error) {
+      this.#emitError(toError(error));
+    }
+  }
+
+  async #connectSubscriber(): Promise<LockSubscriberClient> {
+    const subscriber = this.#redis.duplicate();
+    subscriber.on('error', (error) => {
+      if (!this.#closed) this.#emitError(error);
+    });
+    let connected = false;
+    subscriber.on('ready', () => {
+      // The first 'ready' is the initial connection; later ones follow a reconnect, after
+      // which unlock messages may have been missed.
+      if (connected) this.#subscriptions.resubscribed();
+      connected = true;
+    });
+    try {
+      await subscriber.connect();
+    } catch (error) {
+      try {
+        subscriber.destroy();
+      } catch {
+        // Nothing to close.
+      }
+      throw error;
+    }
+    if (this.#closed) {
+      subscriber.destroy();
+      throw new ClientClosedError();
+    }
+    return subscriber;
+  }
+
+  /**
+   * Runs a script whose every call is safe to repeat, retrying transient failures with backoff
+   * while `keepTrying()` says so.
+   */
+  #callIdempotent(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+    keepTrying: (attempt: number) => boolean,
+    timeoutMs = this.#commandTimeoutMs,
+  ): Promise<unknown> {
+    return pRetry(() => this.#runner.run(script, keys, args, timeoutMs), {
+      retries: 1_000,
+      minTimeout: 20,
+      maxTimeout: 1_000,
+      factor: 2,
+      randomize: true,
+      unref: true,
+      shouldRetry: ({ error, attemptNumber }) =>
+        !this.#closed && isTransient(error) && keepTrying(attemptNumber),
+    });
+  }
+
+  async #command(args: string[], doing: string): Promise<unknown> {
+    this.#assertOpen();
+    try {
+      return await pRetry(() => this.#runner.send(args), {
+        retries: 2,
+        minTimeout: 20,
+        maxTimeout: 200,
+        unref: true,
+        shouldRetry: ({ error }) => !this.#closed && isTransient(error),
+      });
+    } catch (error) {
+      throw redisError(error, doing);
+    }
+  }
+
+  // ---- acquire ---------------------------------------------------------------------------
+
+  async #acquire(
+    target: LockTarget,
+    field: string,
+    waitMs: number,
+    leaseMs: number | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Lease | null> {
+    const startedAt = performance.now();
+    const deadline = startedAt + waitMs;
+    const ttlMs = leaseMs ?? this.#watchdogTimeoutMs;
+    const watchdog = leaseMs === undefined;
+    const attempt = (): Promise<Attempt> => this.#attempt(target, field, ttlMs, watchdog, deadline);
+
+    const generationBefore = this.#subscriptions.generationOf(target.channel);
+    let outcome = await attempt();
+    if (outcome.hold !== undefined) return this.#granted(outcome.hold, startedAt, signal);
+    if (waitMs === 0) return null;
+
+    this.#assertOpen();
+    signal?.throwIfAborted();
+    const { waiter, fresh } = this.#subscriptions.join(target.channel);
+    try {
+      if (fresh) {
+        // Until SUBSCRIBE is confirmed an unlock would go unheard, so try again once it is.
+        await waiter.untilReady(deadline - performance.now(), signal);
+        this.#assertOpen();
+        signal?.throwIfAborted();
+      }
+      let tryNow = fresh || generationBefore !== waiter.generation;
+      for (;;) {
+        if (!tryNow) {
+          const remaining = deadline - performance.now();
+          if (remaining <= 0) return null;
+          // An expired lock publishes nothing: its PTTL is what wakes the head of the queue then.
+          const bound = waiter.isHead && outcome.pttl >= 0 ? Math.min(outcome.pttl, remaining) : remaining;
+          await waiter.wait(bound, signal);
+          this.#assertOpen();
+          signal?.throwIfAborted();
+        }
+        const generation = waiter.generation;
+        outcome = await attempt();
+        if (outcome.hold !== undefined) return this.#granted(outcome.hold, startedAt, signal);
+        // A message that arrived while the attempt was in flight may be the release it missed.
+        tryNow = waiter.generation !== generation;
+      }
+    } catch (error) {
+      if (signal?.aborted === true && error === signal.reason) throw error;
+      throw redisError(error, `waiting for lock "${target.name}"`);
+    } finally {
+      waiter.leave();
+    }
+  }
+
+  async #granted(hold: Hold, startedAt: number, signal: AbortSignal | undefined): Promise<Lease> {
+    const lease = new Lease(hold, { release: (h) => this.#release(h) });
+    if (this.#closed || signal?.aborted === true) {
+      // Granted after the caller gave up: hand the lock straight back.
+      await lease.release().catch(() => undefined);
+      this.#assertOpen();
+      signal?.throwIfAborted();
+    }
+    this.#emit('acquired', {
+      name: hold.name,
+      key: hold.key,
+      holdCount: hold.count,
+      waitedMs: performance.now() - startedAt,
+    });
+    return lease;
+  }
+
+  /** One acquire request, serialized with every other request of the same owner on this lock. */
+  #attempt(
+    target: LockTarget,
+    field: string,
+    ttlMs: number,
+    watchdog: boolean,
+    deadline: number,
+  ): Promise<Attempt> {
+    const chain = chainId(target.key, field);
+    return this.#chains.run(chain, async (keepBusy) => {
+      this.#assertOpen();
+      const existing = this.#holds.get(chain);
+      const expected = existing?.count ?? 0;
+      // A re-entry keeps the mode and TTL of the first acquisition.
+      const hold = existing ?? new Hold(target.name, target.key, target.channel, field, ttlMs, watchdog);
+      const request = requestKey(target.key, this.#nextRequestId());
+      const keys = [target.key, request];
+      const args = [String(hold.ttlMs), field, String(expected)];
+      const sentAt = performance.now();
+      let reply: unknown;
+      try {
+        reply = await this.#callIdempotent(
+          luaScripts['lock/acquire'],
+          keys,
+          args,
+          (attempt) =>
+            attempt < 3 || (Number.isFinite(deadline) ? performance.now() < deadline : attempt < 6),
+        );
+      } catch (error) {
+        if (isTransient(error)) {
+          // The request may still have been applied. Refuse any late replay of it and undo it
+          // if it went through, before this owner's next request on the lock.
+          keepBusy(this.#cancelAcquire(hold, request, expected));
+        }
+        throw redisError(error, `acquiring lock "${target.name}"`);
+      }
+
+      if (reply === null || reply === undefined) {
+        if (hold.lost) {
+          // Lost while this re-entry was in flight; the clean-up queued after it drops the field.
+          throw hold.lostError ?? new LockLostError(`Lock "${target.name}" was lost`, 'not-owner');
+        }
+        hold.count = expected + 1;
+        hold.extend(sentAt);
+        if (existing === undefined) {
+          this.#holds.set(chain, hold);
+          this.#watchdog.track(hold);
+        } else {
+          this.#watchdog.touched(hold);
+        }
+        return { hold };
+      }
+      const code = Number(reply);
+      if (code === -4) {
+        const error =
+          existing?.lostError ??
+          new LockLostError(`Lock "${target.name}" is no longer held by this owner`, 'not-owner');
+        if (existing !== undefined) this.#markLost(existing, 'not-owner', error.message);
+        throw error;
+      }
+      if (code === -3) {
+        // Only a request this client gave up on is refused, and requests are never reused.
+        throw new LockError(
+          'REDIS_ERROR',
+          `Acquire request for lock "${target.name}" was refused as cancelled`,
+        );
+      }
+      return { pttl: code };
+    });
+  }
+
+  async #cancelAcquire(hold: Hold, request: string, expected: number): Promise<void> {
+    const giveUpAt = performance.now() + hold.ttlMs + REQUEST_TTL_MS / 2;
+    try {
+      const undone = await this.#callIdempotent(
+        luaScripts['lock/cancel-acquire'],
+        [hold.key, hold.channel, request],
+        [hold.field, String(expected), String(REQUEST_TTL_MS)],
+        () => performance.now() < giveUpAt,
+      );
+      if (Number(undone) === 1 && expected > 0 && this.#holds.get(chainId(hold.key, hold.field)) === hold) {
+        // The re-entry had been applied; the lease of the outer holds stays as it was.
+        hold.count = expected;
+      }
+    } catch (error) {
+      this.#emitError(redisError(error, `cancelling an unconfirmed acquire of lock "${hold.name}"`) as Error);
+    }
+  }
+
+  // ---- release ---------------------------------------------------------------------------
+
+  #release(hold: Hold): Promise<void> {
+    if (hold.lost) {
+      return Promise.reject(
+        new LockNotOwnedError(`Lock "${hold.name}" is not held: it was lost`, { cause: hold.lostError }),
+      );
+    }
+    hold.releasing += 1;
+    if (hold.count - hold.releasing <= 0) {
+      // The last hold is going: renewal stops now, not after the reply.
+      this.#watchdog.untrack(hold);
+    }
+    const chain = chainId(hold.key, hold.field);
+    return this.#chains
+      .run(chain, async () => {
+        if (hold.lost) {
+          throw new LockNotOwnedError(`Lock "${hold.name}" is not held: it was lost`, {
+            cause: hold.lostError,
+          });
+        }
+        const expected = hold.count;
+        const request = requestKey(hold.key, this.#nextRequestId());
+        const sentAt = performance.now();
+        let reply: unknown;
+        try {
+          reply = await this.#callIdempotent(
+            luaScripts['lock/release'],
+            [hold.key, hold.channel, request],
+            [String(hold.ttlMs), hold.field, String(expected), String(REQUEST_TTL_MS)],
+            // Worth retrying while the lock is known to be held; after that it has expired anyway.
+            () => !hold.lost && performance.now() < hold.validUntil,
+          );
+        } catch (error) {
+          if (hold.lost) {
+            throw new LockNotOwnedError(`Lock "${hold.name}" is not held: it was lost`, {
+              cause: hold.lostError,
+            });
+          }
+          if (expected === 1) {
+            // Unconfirmed last release: renewal is off, so the lock is gone when its lease ends.
+            this.#forget(hold);
+          }
+          throw redisError(error, `releasing lock "${hold.name}"`);
+        }
+        if (reply === null || reply === undefined) {
+          const message = `Lock "${hold.name}" is not held by this owner: it expired or was taken over`;
+          this.#markLost(hold, 'not-owner', message);
+          throw new LockNotOwnedError(message, { cause: hold.lostError });
+        }
+        hold.count = expected - 1;
+        if (hold.count === 0) {
+          this.#forget(hold);
+        } else {
+          hold.extend(sentAt);
+          this.#watchdog.track(hold);
+        }
+        this.#emit('released', { name: hold.name, key: hold.key, holdCount: hold.count });
+      })
+      .finally(() => {
+        hold.releasing -= 1;
+      });
+  }
+
+  /** Drops a hold that ended (released, or left to expire) without declaring it lost. */
+  #forget(hold: Hold): void {
+    this.#watchdog.untrack(hold);
+    const chain = chainId(hold.key, hold.field);
+    if (this.#holds.get(chain) === hold) this.#holds.delete(chain);
+  }
+
+  // ---- renewal and loss ------------------------------------------------------------------
+
+  async #renew(holds: readonly Hold[]): Promise<boolean> {
+    const sentAt = performance.now();
+    const keys = holds.map((hold) => hold.key);
+    const args = [String(this.#watchdogTimeoutMs), ...holds.map((hold) => hold.field)];
+    let reply: unknown;
+    try {
+      // No call may outlast the interval: the next one must go out in time.
+      reply = await this.#runner.run(
+        luaScripts['lock/renew'],
+        keys,
+        args,
+        Math.min(this.#commandTimeoutMs, Math.max(10, Math.floor(this.#watchdogTimeoutMs / 3))),
+      );
+    } catch (error) {
+      if (this.#closed) return true;
+      this.#emit('renewFailed', {
+        names: holds.map((hold) => hold.name),
+        error: toError(error),
+        retryInMs: Math.min(
+          Math.floor(this.#watchdogTimeoutMs / 3),
+          Math.max(50, Math.min(1_000, this.#watchdogTimeoutMs / 12)),
+        ),
+      });
+      return false;
+    }
+    if (!Array.isArray(reply)) {
+      this.#emitError(new LockError('REDIS_ERROR', 'Unexpected reply from the renewal script'));
+      return false;
+    }
+    holds.forEach((hold, index) => {
+      if (hold.lost || this.#holds.get(chainId(hold.key, hold.field)) !== hold) return;
+      if (Number(reply[index]) === 1) {
+        hold.extend(sentAt);
+        this.#watchdog.touched(hold);
+      } else {
+        this.#markLost(hold, 'not-owner', `Lock "${hold.name}" was lost: it expired or was taken over`);
+      }
+    });
+    return true;
+  }
+
+  /** The client's clock says the lease ran out with no renewal confirmed. */
+  #expire(hold: Hold): void {
+    if (hold.lost) return;
+    this.#markLost(
+      hold,
+      'expired',
+      `Lock "${hold.name}" was lost: no renewal was confirmed within its ${hold.ttlMs} ms lease`,
+    );
+    // Redis may still keep the field (a renewal may land late): drop it, after any request of
+    // this owner already under way, so no stale hold lingers.
+    void this.#chains.run(chainId(hold.key, hold.field), async () => {
+      const giveUpAt = performance.now() + hold.ttlMs;
+      try {
+        await this.#callIdempotent(
+          luaScripts['lock/abandon'],
+          [hold.key, hold.channel],
+          [hold.field],
+          () => !this.#closed && performance.now() < giveUpAt,
+        );
+      } catch {
+        // Unreachable for a whole lease: the TTL has removed the field by now.
+      }
+    });
+  }
+
+  /** Declares a hold lost: aborts its signal, stops renewal, emits `lockLost`. Never throws. */
+  #markLost(hold: Hold, reason: LockLostReason, message: string): void {
+    if (hold.lost) return;
+    const error = new LockLostError(message, reason);
+    hold.lostError = error;
+    this.#forget(hold);
+    hold.controller.abort(error);
+    this.#emit('lockLost', { name: hold.name, key: hold.key, error });
+  }
+
+  async #forceUnlock(target: LockTarget): Promise<boolean> {
+    this.#assertOpen();
+    let reply: unknown;
+    try {
+      reply = await this.#callIdempotent(
+        luaScripts['lock/force-release'],
+        [target.key, target.channel],
+        [],
+        (attempt) => attempt < 3,
+      );
+    } catch (error) {
+      throw redisError(error, `force-unlocking lock "${target.name}"`);
+    }
+    for (const hold of [...this.#holds.values()]) {
+      if (hold.key === target.key) {
+        this.#markLost(hold, 'force-unlocked', `Lock "${hold.name}" was force-unlocked`);
+      }
+    }
+    return Number(reply) === 1;
+  }
+}

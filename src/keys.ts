@@ -1,0 +1,38 @@
+/**
+ * Every Redis key and channel name latchkey uses is built here and nowhere else.
+ *
+ * Names follow Redisson's so that a Java service using Redisson's RLock and a Node service
+ * using latchkey can share a lock. Companion names carry the lock key as a cluster hash tag
+ * (`{<key>}`), or the key as it is when it already has one, so they share its slot.
+ * @internal
+ */
+
+/** The message published on a lock's channel when it is fully released (Redisson's UNLOCK_MESSAGE). */
+export const UNLOCK_MESSAGE = '0';
+
+function withSlotOf(prefix: string, key: string): string {
+  return key.includes('{') ? `${prefix}:${key}` : `${prefix}:{${key}}`;
+}
+
+/** The lock's own key: a hash `owner field -> hold count` whose PTTL is the lease. */
+export function lockKey(keyPrefix: string, name: string): string {
+  return keyPrefix + name;
+}
+
+/** The channel that announces a full release: `redisson_lock__channel:{<key>}`. */
+export function unlockChannel(key: string): string {
+  return withSlotOf('redisson_lock__channel', key);
+}
+
+/**
+ * A short-lived key that makes one acquire or release request idempotent across retries:
+ * it records that a release deleted the lock, or that an acquire request was given up.
+ */
+export function requestKey(key: string, requestId: string): string {
+  return `${withSlotOf('latchkey_request', key)}:${requestId}`;
+}
+
+/** The owner's hash field: `<clientId>:<ownerId>`, as Redisson's `<uuid>:<threadId>`. */
+export function ownerField(clientId: string, ownerId: string): string {
+  return `${clientId}:${ownerId}`;
+}

@@ -1,0 +1,74 @@
+import { LockNotOwnedError } from './errors.js';
+import type { Hold } from './hold.js';
+
+/** @internal What a lease needs from its client. */
+export interface LeaseHost {
+  release(hold: Hold): Promise<void>;
+}
+
+/**
+ * One acquisition of a lock: release it once, or let `await using` release it.
+ *
+ * Every lease of the same owner and lock (a first acquisition and its re-entries) shares one
+ * {@link Lease.signal}, which aborts with a {@link LockLostError} the moment the lock is lost.
+ *
+ * @example
+ * ```ts
+ * await using lease = await lock.acquire();
+ * await chargeCard(order, { signal: lease.signal });
+ * ```
+ */
+export class Lease implements AsyncDisposable {
+  readonly #hold: Hold;
+  readonly #host: LeaseHost;
+  #released = false;
+
+  /** @internal */
+  constructor(hold: Hold, host: LeaseHost) {
+    this.#hold = hold;
+    this.#host = host;
+  }
+
+  /** The lock's name. */
+  get name(): string {
+    return this.#hold.name;
+  }
+
+  /** The lock's Redis key (`keyPrefix + name`). */
+  get key(): string {
+    return this.#hold.key;
+  }
+
+  /** Aborts with a {@link LockLostError} when the lock is lost; never aborts on release. */
+  get signal(): AbortSignal {
+    return this.#hold.controller.signal;
+  }
+
+  /** The owner's hold count as last confirmed by Redis (1 + re-entries still held). */
+  get holdCount(): number {
+    return this.#hold.lost ? 0 : this.#hold.count;
+  }
+
+  /** Whether `release()` was called on this lease. */
+  get released(): boolean {
+    return this.#released;
+  }
+
+  /**
+   * Gives this acquisition back: the hold count goes down by one, and at 0 the lock is
+   * deleted and its waiters are woken.
+   * @throws {@link LockNotOwnedError} when this lease was already released or its lock lost.
+   */
+  release(): Promise<void> {
+    if (this.#released) {
+      return Promise.reject(new LockNotOwnedError(`This lease of lock "${this.name}" was already released`));
+    }
+    this.#released = true;
+    return this.#host.release(this.#hold);
+  }
+
+  /** Releases the lease unless `release()` was already called. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (!this.#released) await this.release();
+  }
+}

@@ -1,0 +1,126 @@
+import type { LockLostError } from './errors.js';
+import type { Lease } from './lease.js';
+
+/**
+ * Options of a {@link LockClient}.
+ *
+ * @example
+ * ```ts
+ * const locks = new LockClient(redis, { keyPrefix: 'billing:', watchdogTimeoutMs: 30_000 });
+ * ```
+ */
+export interface LockClientOptions {
+  /**
+   * Lease, in milliseconds, of a lock acquired without `leaseMs`. While the lock is held the
+   * watchdog renews it every third of this, so a crashed holder's lock frees up within it.
+   * A whole number from 30 to 2,147,483,647.
+   * @defaultValue 30_000
+   */
+  readonly watchdogTimeoutMs?: number;
+  /**
+   * Prepended to every lock name to form its Redis key (`keyPrefix + name`). At most 256
+   * characters; the whole key may hold at most one `{hash tag}`.
+   * @defaultValue `''`
+   */
+  readonly keyPrefix?: string;
+  /**
+   * How long, in milliseconds, one Redis call may take before latchkey treats its outcome as
+   * unknown and retries it (every call is safe to retry). A whole number from 1.
+   * @defaultValue 5_000
+   */
+  readonly commandTimeoutMs?: number;
+  /**
+   * How long, in milliseconds, the subscription to a lock's unlock channel is kept after its
+   * last local waiter leaves, so steady contention does not SUBSCRIBE and UNSUBSCRIBE over and
+   * over. A whole number from 0.
+   * @defaultValue 5_000
+   */
+  readonly subscriptionLingerMs?: number;
+}
+
+/** Options of {@link LockClient.lock}. */
+export interface LockOptions {
+  /**
+   * `true`: a lock held by an async context can be taken again from inside it (the hold count
+   * goes up). `false`: taking it again from the context that holds it throws
+   * {@link LockReentryError} instead of waiting for itself, and `withLock` callbacks running
+   * side by side exclude each other.
+   * @defaultValue true
+   */
+  readonly reentrant?: boolean;
+}
+
+/**
+ * Options of {@link Lock.acquire}, {@link Lock.tryAcquire} and {@link Lock.withLock}.
+ *
+ * @example
+ * ```ts
+ * const lease = await lock.acquire({ waitMs: 2_000, signal: AbortSignal.timeout(5_000) });
+ * ```
+ */
+export interface AcquireOptions {
+  /**
+   * How long to wait, in milliseconds, while another owner holds the lock. `0` tries once.
+   * @defaultValue `Infinity` for `acquire` and `withLock`, `0` for `tryAcquire`
+   */
+  readonly waitMs?: number;
+  /**
+   * A fixed lease in milliseconds: the lock expires this long after it is taken unless
+   * released first, and the watchdog does not renew it. Leave it out to have the watchdog keep
+   * the lock for as long as it is held. A whole number from 1.
+   * @defaultValue none: the watchdog renews the lock
+   */
+  readonly leaseMs?: number;
+  /** Aborting it stops a waiting acquire; the promise rejects with `signal.reason`. */
+  readonly signal?: AbortSignal;
+}
+
+/** What `acquired` events carry. */
+export interface AcquiredEvent {
+  /** The lock's name, as given to {@link LockClient.lock}. */
+  readonly name: string;
+  /** The lock's Redis key (`keyPrefix + name`). */
+  readonly key: string;
+  /** The hold count after this acquisition: 1 for a first acquisition, more for a re-entry. */
+  readonly holdCount: number;
+  /** Milliseconds from the call to the acquisition. */
+  readonly waitedMs: number;
+}
+
+/** What `released` events carry. */
+export interface ReleasedEvent {
+  readonly name: string;
+  readonly key: string;
+  /** Holds left after this release; 0 when the lock was freed. */
+  readonly holdCount: number;
+}
+
+/** What `lockLost` events carry. */
+export interface LockLostEvent {
+  readonly name: string;
+  readonly key: string;
+  /** The same error `lease.signal` aborted with. */
+  readonly error: LockLostError;
+}
+
+/** What `renewFailed` events carry: a renewal call failed and will be retried. */
+export interface RenewFailedEvent {
+  /** Names of the locks the failed call was renewing. */
+  readonly names: readonly string[];
+  readonly error: Error;
+  /** Milliseconds until the next attempt. */
+  readonly retryInMs: number;
+}
+
+/** Events of a {@link LockClient}; listen with `locks.on(name, listener)`. */
+export interface LockClientEvents {
+  acquired: (event: AcquiredEvent) => void;
+  released: (event: ReleasedEvent) => void;
+  lockLost: (event: LockLostEvent) => void;
+  renewFailed: (event: RenewFailedEvent) => void;
+  /** Background failures that no caller is waiting for (the subscriber, cleanups, listeners). */
+  error: (error: Error) => void;
+}
+
+/** The callback of {@link Lock.withLock}. */
+export type LockedCallback<T> = (lease: Lease) => T | PromiseLike<T>;

@@ -1,0 +1,141 @@
+import type { Hold } from './hold.js';
+
+/** @internal */
+export interface WatchdogHost {
+  /**
+   * Renews one batch. Resolves false when the call failed in a way worth retrying soon; never
+   * rejects.
+   */
+  renew(holds: readonly Hold[]): Promise<boolean>;
+  /** The hold's deadline passed without a confirmed renewal. Never throws. */
+  expire(hold: Hold): void;
+}
+
+/**
+ * Keeps held locks alive: one renewal timer and one expiry timer per client, not per lock.
+ * Renewals of many locks go out together, in batches of up to `batchSize` keys per call.
+ * @internal
+ */
+export class Watchdog {
+  readonly #host: WatchdogHost;
+  readonly #intervalMs: number;
+  readonly #batchSize: number;
+  /** Holds renewed by the watchdog. */
+  readonly #renewed = new Set<Hold>();
+  /** Every hold with a deadline, renewed or not. */
+  readonly #tracked = new Set<Hold>();
+  #renewTimer: NodeJS.Timeout | undefined;
+  #renewing = false;
+  #expiryTimer: NodeJS.Timeout | undefined;
+  #expiryAt = Number.POSITIVE_INFINITY;
+  #stopped = false;
+
+  constructor(host: WatchdogHost, intervalMs: number, batchSize: number) {
+    this.#host = host;
+    this.#intervalMs = intervalMs;
+    this.#batchSize = batchSize;
+  }
+
+  track(hold: Hold): void {
+    if (this.#stopped) return;
+    this.#tracked.add(hold);
+    if (hold.watchdog) {
+      this.#renewed.add(hold);
+      if (this.#renewTimer === undefined && !this.#renewing) this.#scheduleRenewal(this.#intervalMs);
+    }
+    this.#scheduleExpiry(hold.deadline);
+  }
+
+  /** Stops renewing a hold, synchronously: no renewal of it is sent after this returns. */
+  untrack(hold: Hold): void {
+    this.#tracked.delete(hold);
+    this.#renewed.delete(hold);
+    if (this.#renewed.size === 0 && this.#renewTimer !== undefined) {
+      clearTimeout(this.#renewTimer);
+      this.#renewTimer = undefined;
+    }
+    if (this.#tracked.size === 0 && this.#expiryTimer !== undefined) {
+      clearTimeout(this.#expiryTimer);
+      this.#expiryTimer = undefined;
+      this.#expiryAt = Number.POSITIVE_INFINITY;
+    }
+  }
+
+  /** Called after a hold's deadline moved earlier than planned (never in practice) or later. */
+  touched(hold: Hold): void {
+    if (this.#tracked.has(hold)) this.#scheduleExpiry(hold.deadline);
+  }
+
+  get renewedCount(): number {
+    return this.#renewed.size;
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    if (this.#renewTimer !== undefined) clearTimeout(this.#renewTimer);
+    if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer);
+    this.#renewTimer = undefined;
+    this.#expiryTimer = undefined;
+    this.#renewed.clear();
+    this.#tracked.clear();
+  }
+
+  #scheduleRenewal(delayMs: number): void {
+    if (this.#stopped || this.#renewed.size === 0) return;
+    this.#renewTimer = setTimeout(() => {
+      this.#renewTimer = undefined;
+      void this.#renewAll();
+    }, delayMs);
+    this.#renewTimer.unref();
+  }
+
+  async #renewAll(): Promise<void> {
+    this.#sweep();
+    const holds = [...this.#renewed];
+    if (holds.length === 0) return;
+    this.#renewing = true;
+    let allRenewed = true;
+    try {
+      const batches: Promise<boolean>[] = [];
+      for (let i = 0; i < holds.length; i += this.#batchSize) {
+        batches.push(this.#host.renew(holds.slice(i, i + this.#batchSize)));
+      }
+      for (const ok of await Promise.all(batches)) allRenewed &&= ok;
+    } finally {
+      this.#renewing = false;
+    }
+    // A failed call is retried sooner, while the leases it was renewing are still valid.
+    const retryMs = Math.min(this.#intervalMs, Math.max(50, Math.min(1_000, this.#intervalMs / 4)));
+    this.#scheduleRenewal(allRenewed ? this.#intervalMs : retryMs);
+  }
+
+  #scheduleExpiry(at: number): void {
+    if (this.#stopped || at >= this.#expiryAt) return;
+    if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer);
+    this.#expiryAt = at;
+    this.#expiryTimer = setTimeout(
+      () => {
+        this.#expiryTimer = undefined;
+        this.#expiryAt = Number.POSITIVE_INFINITY;
+        this.#sweep();
+      },
+      Math.max(0, at - performance.now()),
+    );
+    this.#expiryTimer.unref();
+  }
+
+  /** Declares every hold past its deadline lost, then plans the next check. */
+  #sweep(): void {
+    const now = performance.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const hold of [...this.#tracked]) {
+      if (hold.deadline <= now) {
+        this.untrack(hold);
+        this.#host.expire(hold);
+      } else {
+        next = Math.min(next, hold.deadline);
+      }
+    }
+    if (next !== Number.POSITIVE_INFINITY) this.#scheduleExpiry(next);
+  }
+}
