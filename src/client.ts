@@ -564,10 +564,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       this.#emit('renewFailed', {
         names: holds.map((hold) => hold.name),
         error: toError(error),
-        retryInMs: Math.min(
-          Math.floor(this.#watchdogTimeoutMs / 3),
-          Math.max(50, Math.min(1_000, this.#watchdogTimeoutMs / 12)),
-        ),
+        retryInMs: this.#watchdog.retryDelayMs,
       });
       return false;
     }

@@ -26,24 +26,26 @@ export class Waiter {
     return new Promise<void>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       let settled = false;
-      const settle = (error?: unknown): void => {
-        if (settled) return;
+      const cleanUp = (): boolean => {
+        if (settled) return false;
         settled = true;
         if (timer !== undefined) clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         this.#channel.closing.delete(onClose);
-        if (error === undefined) resolve();
-        else reject(error);
+        return true;
       };
-      const onAbort = (): void => settle(signal?.reason);
-      const onClose = (error: Error): void => settle(error);
-      if (Number.isFinite(ms)) timer = setTimeout(() => settle(), Math.max(0, ms));
+      const done = (): void => {
+        if (cleanUp()) resolve();
+      };
+      const fail = (error: unknown): void => {
+        if (cleanUp()) reject(error);
+      };
+      const onAbort = (): void => fail(signal?.reason);
+      const onClose = (error: Error): void => fail(error);
+      if (Number.isFinite(ms)) timer = setTimeout(done, Math.max(0, ms));
       signal?.addEventListener('abort', onAbort, { once: true });
       this.#channel.closing.add(onClose);
-      this.#channel.ready.then(
-        () => settle(),
-        (error: unknown) => settle(error ?? new Error('SUBSCRIBE failed')),
-      );
+      this.#channel.ready.then(done, fail);
     });
   }
 

@@ -66,8 +66,9 @@ export class Watchdog {
     if (this.#tracked.has(hold)) this.#scheduleExpiry(hold.deadline);
   }
 
-  get renewedCount(): number {
-    return this.#renewed.size;
+  /** Delay before retrying after a failed renewal call: soon, yet never a busy loop. */
+  get retryDelayMs(): number {
+    return Math.min(this.#intervalMs, Math.max(50, Math.min(1_000, this.#intervalMs / 4)));
   }
 
   stop(): void {
@@ -105,8 +106,7 @@ export class Watchdog {
       this.#renewing = false;
     }
     // A failed call is retried sooner, while the leases it was renewing are still valid.
-    const retryMs = Math.min(this.#intervalMs, Math.max(50, Math.min(1_000, this.#intervalMs / 4)));
-    this.#scheduleRenewal(allRenewed ? this.#intervalMs : retryMs);
+    this.#scheduleRenewal(allRenewed ? this.#intervalMs : this.retryDelayMs);
   }
 
   #scheduleExpiry(at: number): void {

@@ -1,0 +1,66 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { luaScripts } from '../../src/scripts/generated.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+// The build step is plain JavaScript run by node; the test loads the same module.
+const { checkScript } = (await import(join(root, 'scripts', 'build-lua.mjs'))) as {
+  checkScript: (name: string, source: string) => { numberOfKeys: number | null; sha1: string };
+};
+
+const HEADER = [
+  '-- Does one thing.',
+  '-- KEYS[1] lock key',
+  '-- KEYS[2] unlock channel',
+  '-- ARGV[1] owner field',
+  '-- Returns 1.',
+].join('\n');
+
+describe('build-lua contract check', () => {
+  it('accepts a script whose header and body agree', () => {
+    const body = "local lockKey = KEYS[1]\nlocal channel = KEYS[2]\nlocal owner = ARGV[1]\nreturn 1\n";
+    expect(checkScript('ok', `${HEADER}\n${body}`).numberOfKeys).toBe(2);
+  });
+
+  it('refuses a body that uses a key the header does not declare', () => {
+    const body =
+      'local lockKey = KEYS[1]\nlocal channel = KEYS[2]\nlocal extra = KEYS[3]\nlocal owner = ARGV[1]\nreturn 1\n';
+    expect(() => checkScript('extra-key', `${HEADER}\n${body}`)).toThrow(/KEYS\[3\]/);
+  });
+
+  it('refuses a header that declares a key the body never uses', () => {
+    const body = 'local lockKey = KEYS[1]\nlocal owner = ARGV[1]\nreturn 1\n';
+    expect(() => checkScript('missing-key', `${HEADER}\n${body}`)).toThrow(/KEYS\[2\]/);
+  });
+
+  it('refuses a script without a purpose line or a Returns line', () => {
+    const body = 'local lockKey = KEYS[1]\nreturn 1\n';
+    expect(() => checkScript('bare', `-- KEYS[1] lock key\n${body}`)).toThrow(/open with one line/);
+    expect(() => checkScript('no-returns', `-- Purpose.\n-- KEYS[1] lock key\n${body}`)).toThrow(
+      /returns/,
+    );
+  });
+
+  it('refuses an undeclared ARGV', () => {
+    const body = 'local lockKey = KEYS[1]\nlocal channel = KEYS[2]\nlocal owner = ARGV[1]\nlocal x = ARGV[2]\n';
+    expect(() => checkScript('argv', `${HEADER}\n${body}`)).toThrow(/ARGV\[2\]/);
+  });
+
+  it('embeds every script in lua-scripts/ with its SHA-1, and fails the build on a bad one', () => {
+    const files = readdirSync(join(root, 'lua-scripts', 'lock')).filter((f) => f.endsWith('.lua'));
+    expect(Object.keys(luaScripts).sort()).toEqual(files.map((f) => `lock/${f.replace(/\.lua$/, '')}`).sort());
+    for (const file of files) {
+      const source = readFileSync(join(root, 'lua-scripts', 'lock', file), 'utf8');
+      const name = `lock/${file.replace(/\.lua$/, '')}` as keyof typeof luaScripts;
+      expect(luaScripts[name].source).toBe(source);
+      expect(checkScript(name, source).sha1).toBe(luaScripts[name].sha1);
+    }
+    // The real build step, run as npm runs it, succeeds on the project's scripts.
+    expect(execFileSync(process.execPath, [join(root, 'scripts', 'build-lua.mjs')], { encoding: 'utf8' })).toMatch(
+      /embedded \d+ Lua scripts/,
+    );
+  });
+});
