@@ -74,6 +74,11 @@ function checkClient(redis: unknown): LockRedisClient {
       `Expected \`redis\` to be a node-redis client (from createClient() of the \`redis\` package), got ${describe(redis)}`,
     );
   }
+  if (typeof (redis as { nodeClient?: unknown }).nodeClient === 'function') {
+    throw new InvalidArgumentError(
+      'Redis Cluster clients are not supported yet; pass a standalone client from createClient()',
+    );
+  }
   return redis as LockRedisClient;
 }
 
@@ -458,16 +463,12 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   async #cancelAcquire(hold: Hold, request: string, expected: number): Promise<void> {
     const giveUpAt = performance.now() + hold.ttlMs + REQUEST_TTL_MS / 2;
     try {
-      const undone = await this.#callIdempotent(
+      await this.#callIdempotent(
         luaScripts['lock/cancel-acquire'],
         [hold.key, hold.channel, request],
         [hold.field, String(expected), String(REQUEST_TTL_MS)],
         () => performance.now() < giveUpAt,
       );
-      if (Number(undone) === 1 && expected > 0 && this.#holds.get(chainId(hold.key, hold.field)) === hold) {
-        // The re-entry had been applied; the lease of the outer holds stays as it was.
-        hold.count = expected;
-      }
     } catch (error) {
       this.#emitError(redisError(error, `cancelling an unconfirmed acquire of lock "${hold.name}"`) as Error);
     }

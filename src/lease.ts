@@ -1,4 +1,4 @@
-import { LockNotOwnedError } from './errors.js';
+import { LockError, LockNotOwnedError } from './errors.js';
 import type { Hold } from './hold.js';
 
 /** @internal What a lease needs from its client. */
@@ -57,14 +57,20 @@ export class Lease implements AsyncDisposable {
   /**
    * Gives this acquisition back: the hold count goes down by one, and at 0 the lock is
    * deleted and its waiters are woken.
-   * @throws {@link LockNotOwnedError} when this lease was already released or its lock lost.
+   * @throws {@link LockNotOwnedError} when this lease was already released or its lock lost;
+   *   a {@link LockError} with code `REDIS_ERROR` when Redis could not confirm the release, in
+   *   which case calling `release()` again is safe.
    */
   release(): Promise<void> {
     if (this.#released) {
       return Promise.reject(new LockNotOwnedError(`This lease of lock "${this.name}" was already released`));
     }
     this.#released = true;
-    return this.#host.release(this.#hold);
+    return this.#host.release(this.#hold).catch((error: unknown) => {
+      // Redis could not confirm the release; the call is safe to repeat, so let the caller.
+      if (error instanceof LockError && error.code === 'REDIS_ERROR') this.#released = false;
+      throw error;
+    });
   }
 
   /** Releases the lease unless `release()` was already called. */
