@@ -185,7 +185,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const given = checkOptions('options', options, LOCK_OPTIONS);
     const reentrant = given.reentrant === undefined ? true : checkBoolean('reentrant', given.reentrant);
     const key = lockKey(this.#keyPrefix, checked);
-    checkKey('name', key);
+    checkKey(checked, key);
     return new Lock(this.#core, { name: checked, key, channel: unlockChannel(key), reentrant });
   }
 

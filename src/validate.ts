@@ -73,11 +73,15 @@ export function checkText(what: string, value: unknown, maxLength: number, allow
   return value;
 }
 
-/** @internal */
-export function checkKey(what: string, key: string): void {
+/**
+ * Checks the braces of the full key `keyPrefix + name`, naming both in the message.
+ * @internal
+ */
+export function checkKey(name: string, key: string): void {
   const problem = bracesProblem(key);
   if (problem !== undefined) {
-    throw new InvalidArgumentError(`Invalid \`${what}\` ${describe(key)}: ${problem}`);
+    const where = key === name ? '' : ` (lock key ${describe(key)})`;
+    throw new InvalidArgumentError(`Invalid \`name\` ${describe(name)}${where}: ${problem}`);
   }
 }
 

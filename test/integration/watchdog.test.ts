@@ -1,0 +1,196 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from 'redis';
+import { LockClient, LockLostError, type Lease } from '../../src/index.js';
+import { luaScripts } from '../../src/scripts/generated.js';
+import { uniquePrefix } from '../support/keys.js';
+import { clientAddr, commandsFrom, monitorCommands, type CommandMonitor } from '../support/monitor.js';
+import { sharedRedis } from '../support/redis-server.js';
+
+type Redis = ReturnType<typeof createClient>;
+
+const RENEW_SHA = luaScripts['lock/renew'].sha1;
+const RELEASE_SHA = luaScripts['lock/release'].sha1;
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+interface TimedCommand {
+  /** Server time of the command, in ms (from the MONITOR line). */
+  readonly atMs: number;
+  readonly args: string[];
+}
+
+/** The commands `addr` sent, in server order, with their server timestamps. */
+function timedCommandsFrom(lines: readonly string[], addr: string): TimedCommand[] {
+  const result: TimedCommand[] = [];
+  for (const line of lines) {
+    const args = commandsFrom([line], { clientAddr: addr })[0];
+    if (args === undefined) continue;
+    result.push({ atMs: Number.parseFloat(line.slice(0, line.indexOf(' '))) * 1_000, args });
+  }
+  return result;
+}
+
+function isScriptCall(args: readonly string[], sha: string): boolean {
+  return args[0]?.toUpperCase() === 'EVALSHA' && args[1] === sha;
+}
+
+/** The keys of a renew call: `EVALSHA sha numkeys key... lease field...`. */
+function renewKeys(args: readonly string[]): string[] {
+  const count = Number(args[2]);
+  return args.slice(3, 3 + count);
+}
+
+describe('watchdog', () => {
+  let url: string;
+  let redis: Redis;
+  let observer: Redis;
+  let addr: string;
+  const opened: LockClient[] = [];
+  const monitors: CommandMonitor[] = [];
+
+  beforeAll(async () => {
+    ({ url } = await sharedRedis());
+    redis = await createClient({ url }).connect();
+    observer = await createClient({ url }).connect();
+    addr = await clientAddr(redis);
+  });
+
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((locks) => locks.close()));
+    await Promise.all(monitors.splice(0).map((monitor) => monitor.stop()));
+  });
+
+  afterAll(() => {
+    redis.destroy();
+    observer.destroy();
+  });
+
+  function lockClient(watchdogTimeoutMs: number, label: string): LockClient {
+    const locks = new LockClient(redis, { watchdogTimeoutMs, keyPrefix: uniquePrefix(label) });
+    opened.push(locks);
+    return locks;
+  }
+
+  async function monitor(): Promise<CommandMonitor> {
+    const started = await monitorCommands(url);
+    monitors.push(started);
+    return started;
+  }
+
+  it('keeps a lock without leaseMs alive for many leases, and stops renewing it at release', async () => {
+    const watchdogTimeoutMs = 300;
+    const locks = lockClient(watchdogTimeoutMs, 'wd-keep');
+    const lock = locks.lock('report:daily');
+    const commands = await monitor();
+
+    const lease = await lock.acquire();
+    const heldUntil = performance.now() + 5 * watchdogTimeoutMs;
+    let minPttl = Number.POSITIVE_INFINITY;
+    let samples = 0;
+    while (performance.now() < heldUntil) {
+      minPttl = Math.min(minPttl, await observer.pTTL(lock.key));
+      samples += 1;
+      await delay(20);
+    }
+    // -2 (no key) or 0 would mean the lease lapsed at some point while the lock was held.
+    expect(samples).toBeGreaterThan(10);
+    expect(minPttl).toBeGreaterThan(0);
+    expect(lease.signal.aborted).toBe(false);
+
+    await lease.release();
+    expect(await observer.exists(lock.key)).toBe(0);
+    await delay(3 * (watchdogTimeoutMs / 3) + 100);
+    // Commands of one connection reach MONITOR in the order the server ran them, so a renewal
+    // sent before the release shows up before it and one sent after shows up after it.
+    await commands.waitFor((lines) =>
+      timedCommandsFrom(lines, addr).some((c) => isScriptCall(c.args, RELEASE_SHA)),
+    );
+    const sent = timedCommandsFrom(commands.lines, addr).map((c) => c.args);
+    const releaseAt = sent.findIndex((args) => isScriptCall(args, RELEASE_SHA));
+    const renewsBefore = sent.slice(0, releaseAt).filter((args) => isScriptCall(args, RENEW_SHA));
+    const renewsAfter = sent.slice(releaseAt + 1).filter((args) => isScriptCall(args, RENEW_SHA));
+    // About one renewal per third of the lease over five leases.
+    expect(renewsBefore.length).toBeGreaterThanOrEqual(5);
+    expect(renewsBefore.every((args) => renewKeys(args).includes(lock.key))).toBe(true);
+    expect(renewsAfter).toEqual([]);
+  });
+
+  it('never renews a lock taken with leaseMs, which then expires', async () => {
+    const locks = lockClient(300, 'wd-lease');
+    const lock = locks.lock('coupon:spring');
+    const commands = await monitor();
+    const lost: LockLostError[] = [];
+    locks.on('lockLost', (event) => lost.push(event.error));
+
+    const acquiredAt = performance.now();
+    const lease = await lock.acquire({ leaseMs: 400 });
+    const pttl = await observer.pTTL(lock.key);
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(400);
+
+    await delay(Math.max(0, acquiredAt + 200 - performance.now()));
+    expect(lease.signal.aborted).toBe(false);
+    expect(await observer.exists(lock.key)).toBe(1);
+
+    // Well past the lease and three watchdog intervals of the client.
+    await delay(Math.max(0, acquiredAt + 700 - performance.now()));
+    expect(await observer.exists(lock.key)).toBe(0);
+    expect(lease.signal.aborted).toBe(true);
+    const reason: unknown = lease.signal.reason;
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as LockLostError).code).toBe('LOCK_LOST');
+    expect((reason as LockLostError).reason).toBe('expired');
+    expect(lost).toEqual([reason]);
+
+    const renews = timedCommandsFrom(commands.lines, addr).filter((c) => isScriptCall(c.args, RENEW_SHA));
+    expect(renews).toEqual([]);
+  });
+
+  it('renews 1,000 held locks in a handful of calls per interval', async () => {
+    const watchdogTimeoutMs = 1_500;
+    const intervalMs = watchdogTimeoutMs / 3;
+    const count = 1_000;
+    const locks = lockClient(watchdogTimeoutMs, 'wd-many');
+    const names = Array.from({ length: count }, (_, i) => `order:${i}`);
+    const leases: Lease[] = [];
+    for (let i = 0; i < count; i += 100) {
+      leases.push(...(await Promise.all(names.slice(i, i + 100).map((name) => locks.lock(name).acquire()))));
+    }
+    const keys = leases.map((lease) => lease.key);
+    expect(new Set(keys).size).toBe(count);
+
+    const commands = await monitor();
+    const watchStartedAt = performance.now();
+    await delay(4 * intervalMs + 100);
+    const pttls = await Promise.all(keys.map((key) => observer.pTTL(key)));
+    const watchedMs = performance.now() - watchStartedAt;
+    await commands.stop();
+
+    expect(Math.min(...pttls)).toBeGreaterThan(0);
+    expect(leases.every((lease) => !lease.signal.aborted)).toBe(true);
+
+    const renews = timedCommandsFrom(commands.lines, addr).filter((c) => isScriptCall(c.args, RENEW_SHA));
+    // Group the calls into rounds: the batches of one round go out together.
+    const rounds: TimedCommand[][] = [];
+    for (const call of renews) {
+      const round = rounds.at(-1);
+      const last = round?.at(-1);
+      if (round !== undefined && last !== undefined && call.atMs - last.atMs < intervalMs / 2)
+        round.push(call);
+      else rounds.push([call]);
+    }
+    const intervals = Math.floor(watchedMs / intervalMs) + 1;
+    expect(rounds.length).toBeGreaterThanOrEqual(3);
+    expect(rounds.length).toBeLessThanOrEqual(intervals);
+    expect(renews.length).toBeLessThanOrEqual(10 * intervals);
+    for (const round of rounds) {
+      expect(round.length).toBeLessThanOrEqual(10);
+    }
+    // Every full round covers every held lock.
+    for (const round of rounds.slice(0, -1)) {
+      expect(new Set(round.flatMap((call) => renewKeys(call.args))).size).toBe(count);
+    }
+  });
+});
