@@ -36,8 +36,14 @@ const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
 const DEFAULT_SUBSCRIPTION_LINGER_MS = 5_000;
 /** Keys per renewal call: 10,000 held locks renew in 20 calls. */
 const RENEW_BATCH_SIZE = 500;
-/** How long a request key outlives its request: longer than any retry of that request. */
-const REQUEST_TTL_MS = 60_000;
+/**
+ * How long a last release is retried. Its request key is kept this long plus the command
+ * timeout plus 2 s, so any copy of it still finds the key; short, as every last release
+ * writes one.
+ */
+const RELEASE_RETRY_MS = 8_000;
+/** How long a cancelled acquire stays refused: past any late copy of it (rare, so generous). */
+const CANCEL_RECORD_TTL_MS = 60_000;
 
 const CLIENT_OPTIONS = [
   'watchdogTimeoutMs',
@@ -110,6 +116,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly #keyPrefix: string;
   readonly #watchdogTimeoutMs: number;
   readonly #commandTimeoutMs: number;
+  readonly #releaseRecordTtlMs: number;
   /** Holds of this client by chain id (lock key + owner field), while count > 0. */
   readonly #holds = new Map<string, Hold>();
   readonly #chains = new OperationChains();
@@ -138,6 +145,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       given.commandTimeoutMs === undefined
         ? DEFAULT_COMMAND_TIMEOUT_MS
         : checkDuration('commandTimeoutMs', given.commandTimeoutMs, 1);
+    this.#releaseRecordTtlMs = RELEASE_RETRY_MS + this.#commandTimeoutMs + 2_000;
     const lingerMs =
       given.subscriptionLingerMs === undefined
         ? DEFAULT_SUBSCRIPTION_LINGER_MS
@@ -461,12 +469,12 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   }
 
   async #cancelAcquire(hold: Hold, request: string, expected: number): Promise<void> {
-    const giveUpAt = performance.now() + hold.ttlMs + REQUEST_TTL_MS / 2;
+    const giveUpAt = performance.now() + hold.ttlMs + CANCEL_RECORD_TTL_MS / 2;
     try {
       await this.#callIdempotent(
         luaScripts['lock/cancel-acquire'],
         [hold.key, hold.channel, request],
-        [hold.field, String(expected), String(REQUEST_TTL_MS)],
+        [hold.field, String(expected), String(CANCEL_RECORD_TTL_MS)],
         () => performance.now() < giveUpAt,
       );
     } catch (error) {
@@ -498,14 +506,19 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         const expected = hold.count;
         const request = requestKey(hold.key, this.#nextRequestId());
         const sentAt = performance.now();
+        // Worth retrying while the lock is known to be held (after that it has expired anyway),
+        // and for a last release only while its request key is sure to be there.
+        const retryUntil = Math.min(
+          hold.validUntil,
+          expected === 1 ? sentAt + RELEASE_RETRY_MS : Number.POSITIVE_INFINITY,
+        );
         let reply: unknown;
         try {
           reply = await this.#callIdempotent(
             luaScripts['lock/release'],
             [hold.key, hold.channel, request],
-            [String(hold.ttlMs), hold.field, String(expected), String(REQUEST_TTL_MS)],
-            // Worth retrying while the lock is known to be held; after that it has expired anyway.
-            () => !hold.lost && performance.now() < hold.validUntil,
+            [String(hold.ttlMs), hold.field, String(expected), String(this.#releaseRecordTtlMs)],
+            () => !hold.lost && performance.now() < Math.min(retryUntil, hold.validUntil),
           );
         } catch (error) {
           if (hold.lost) {
