@@ -1,0 +1,265 @@
+/**
+ * `waitMs` and `signal`: a waiting acquire gives up on time, an abort rejects promptly with
+ * exactly `signal.reason` and leaves neither a hold nor a subscription behind, and a lock that
+ * Redis grants after the caller aborted is handed straight back.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from 'redis';
+import { LockClient, LockTimeoutError, type LockError, type ReleasedEvent } from '../../src/index.js';
+import { uniquePrefix } from '../support/keys.js';
+import { clientAddr, commandsFrom, monitorCommands, type CommandMonitor } from '../support/monitor.js';
+import { sharedRedis, startRedis, type RedisInstance } from '../support/redis-server.js';
+
+type Redis = ReturnType<typeof createClient>;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function channelOf(key: string): string {
+  return `redisson_lock__channel:{${key}}`;
+}
+
+async function waitUntil(
+  what: string,
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 5_000,
+): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await condition())) {
+    if (performance.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
+    await sleep(5);
+  }
+}
+
+/** Settles `promise` and reports how, and when (performance.now()), without throwing. */
+async function settle<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown; at: number }> {
+  try {
+    const value = await promise;
+    return { value, at: performance.now() };
+  } catch (error) {
+    return { error, at: performance.now() };
+  }
+}
+
+describe('acquire timeouts and aborts', () => {
+  let url: string;
+  let admin: Redis;
+  const clients: Redis[] = [];
+  const lockClients: LockClient[] = [];
+  const monitors: CommandMonitor[] = [];
+
+  async function connect(target = url): Promise<Redis> {
+    const client = createClient({ url: target });
+    client.on('error', () => {});
+    await client.connect();
+    clients.push(client);
+    return client;
+  }
+
+  function track(locks: LockClient): LockClient {
+    locks.on('error', () => {});
+    lockClients.push(locks);
+    return locks;
+  }
+
+  async function lockClient(options?: ConstructorParameters<typeof LockClient>[1]): Promise<LockClient> {
+    return track(new LockClient(await connect(), options));
+  }
+
+  async function numsub(channel: string): Promise<number> {
+    const reply = await admin.sendCommand<unknown[]>(['PUBSUB', 'NUMSUB', channel]);
+    return Number(reply[1]);
+  }
+
+  /** A lock held by another LockClient; returns its key and the holder's field. */
+  async function heldLock(name: string): Promise<{ prefix: string; key: string; holderField: string }> {
+    const prefix = uniquePrefix('abort-timeout');
+    const holder = await lockClient({ keyPrefix: prefix });
+    await holder.lock(name).acquire();
+    const key = prefix + name;
+    const fields = await admin.hKeys(key);
+    expect(fields).toHaveLength(1);
+    return { prefix, key, holderField: fields[0] ?? '' };
+  }
+
+  beforeAll(async () => {
+    ({ url } = await sharedRedis());
+    admin = createClient({ url });
+    admin.on('error', () => {});
+    await admin.connect();
+  });
+
+  afterEach(async () => {
+    await Promise.all(monitors.splice(0).map((monitor) => monitor.stop()));
+    await Promise.all(lockClients.splice(0).map((locks) => locks.close()));
+    for (const client of clients.splice(0)) client.destroy();
+  });
+
+  afterAll(() => {
+    admin.destroy();
+  });
+
+  describe('waitMs', () => {
+    it('acquire({ waitMs: 300 }) on a held lock rejects with LockTimeoutError after about 300 ms', async () => {
+      const { prefix, key, holderField } = await heldLock('invoice:1');
+      const locks = await lockClient({ keyPrefix: prefix });
+      const startedAt = performance.now();
+      const outcome = await settle(locks.lock('invoice:1').acquire({ waitMs: 300 }));
+      const elapsedMs = outcome.at - startedAt;
+      expect(outcome.error).toBeInstanceOf(LockTimeoutError);
+      expect((outcome.error as LockError).code).toBe('ACQUIRE_TIMEOUT');
+      expect(elapsedMs).toBeGreaterThanOrEqual(280);
+      expect(elapsedMs).toBeLessThan(1_000);
+      expect(await admin.hKeys(key)).toEqual([holderField]);
+    });
+
+    it('tryAcquire({ waitMs: 300 }) on a held lock resolves null after about 300 ms', async () => {
+      const { prefix, key, holderField } = await heldLock('invoice:2');
+      const locks = await lockClient({ keyPrefix: prefix });
+      const startedAt = performance.now();
+      const outcome = await settle(locks.lock('invoice:2').tryAcquire({ waitMs: 300 }));
+      const elapsedMs = outcome.at - startedAt;
+      expect(outcome.error).toBeUndefined();
+      expect(outcome.value).toBeNull();
+      expect(elapsedMs).toBeGreaterThanOrEqual(280);
+      expect(elapsedMs).toBeLessThan(1_000);
+      expect(await admin.hKeys(key)).toEqual([holderField]);
+    });
+
+    it('tryAcquire() with the default waitMs resolves null at once', async () => {
+      const { prefix, key, holderField } = await heldLock('invoice:3');
+      const locks = await lockClient({ keyPrefix: prefix });
+      const lock = locks.lock('invoice:3');
+      // Warm up the script cache, so the timing below measures one round trip.
+      expect(await lock.tryAcquire()).toBeNull();
+      const startedAt = performance.now();
+      const outcome = await settle(lock.tryAcquire());
+      expect(outcome.error).toBeUndefined();
+      expect(outcome.value).toBeNull();
+      expect(outcome.at - startedAt).toBeLessThan(100);
+      expect(await admin.hKeys(key)).toEqual([holderField]);
+    });
+  });
+
+  describe('signal', () => {
+    it('aborting a waiting acquire rejects it promptly with exactly signal.reason and leaves nothing behind', async () => {
+      const { prefix, key, holderField } = await heldLock('invoice:4');
+      const locks = await lockClient({ keyPrefix: prefix, subscriptionLingerMs: 0 });
+      const controller = new AbortController();
+      const reason = { why: 'customer cancelled the checkout' };
+
+      const waiting = settle(locks.lock('invoice:4').acquire({ signal: controller.signal }));
+      await waitUntil('the waiter is subscribed', async () => (await numsub(channelOf(key))) === 1);
+      // Let its post-subscribe attempt come back, so it is parked in its wait.
+      await sleep(100);
+
+      const abortedAt = performance.now();
+      controller.abort(reason);
+      const outcome = await waiting;
+      expect(outcome.error).toBe(reason);
+      expect(outcome.at - abortedAt).toBeLessThan(100);
+
+      expect(await admin.hKeys(key)).toEqual([holderField]);
+      await waitUntil('the subscription is dropped', async () => (await numsub(channelOf(key))) === 0, 1_000);
+    });
+
+    it('aborting an acquire before it is parked (attempt in flight or subscribing) rejects with signal.reason too', async () => {
+      const { prefix, key, holderField } = await heldLock('invoice:5');
+      const locks = await lockClient({ keyPrefix: prefix, subscriptionLingerMs: 0 });
+      const controller = new AbortController();
+      const reason = new Error('shutting down');
+      const waiting = settle(locks.lock('invoice:5').acquire({ signal: controller.signal }));
+      // Abort within the first round trip or the subscribe that follows it.
+      setImmediate(() => controller.abort(reason));
+      const abortedAt = performance.now();
+      const outcome = await waiting;
+      expect(outcome.error).toBe(reason);
+      expect(outcome.at - abortedAt).toBeLessThan(100);
+      expect(await admin.hKeys(key)).toEqual([holderField]);
+      await waitUntil('no subscription is left', async () => (await numsub(channelOf(key))) === 0, 1_000);
+    });
+
+    it('an already-aborted signal rejects before any Redis command', async () => {
+      const prefix = uniquePrefix('abort-early');
+      const redis = await connect();
+      const addr = await clientAddr(redis);
+      const locks = track(new LockClient(redis, { keyPrefix: prefix }));
+      const lock = locks.lock('invoice:6');
+      const monitor = await monitorCommands(url);
+      monitors.push(monitor);
+
+      const controller = new AbortController();
+      const reason = { why: 'aborted before the call' };
+      controller.abort(reason);
+      let called = false;
+      await expect(lock.acquire({ signal: controller.signal })).rejects.toBe(reason);
+      await expect(lock.tryAcquire({ signal: controller.signal })).rejects.toBe(reason);
+      await expect(
+        lock.withLock(
+          () => {
+            called = true;
+          },
+          { signal: controller.signal },
+        ),
+      ).rejects.toBe(reason);
+      expect(called).toBe(false);
+
+      const marker = `after-the-aborted-calls-${prefix}`;
+      await redis.sendCommand(['ECHO', marker]);
+      await monitor.waitFor((lines) =>
+        commandsFrom(lines, { clientAddr: addr }).some((cmd) => cmd[0] === 'ECHO' && cmd[1] === marker),
+      );
+      expect(commandsFrom(monitor.lines, { clientAddr: addr })).toEqual([['ECHO', marker]]);
+      expect(commandsFrom(monitor.lines).filter((cmd) => cmd.some((arg) => arg.includes(prefix)))).toEqual([
+        ['ECHO', marker],
+      ]);
+      expect(await admin.exists(`${prefix}invoice:6`)).toBe(0);
+    });
+
+    describe('a lock granted after the abort', () => {
+      let server: RedisInstance;
+
+      beforeAll(async () => {
+        server = await startRedis();
+      });
+
+      afterAll(async () => {
+        await server.stop();
+      });
+
+      it('is released, and the acquire rejects with signal.reason', async () => {
+        const prefix = uniquePrefix('abort-granted');
+        const key = `${prefix}invoice:7`;
+        const redis = await connect(server.url);
+        const direct = await connect(server.url);
+        const locks = track(new LockClient(redis, { keyPrefix: prefix }));
+        const released: ReleasedEvent[] = [];
+        locks.on('released', (event) => released.push(event));
+        const lock = locks.lock('invoice:7');
+        // Load the scripts, so the paused request is the acquire itself, not a NOSCRIPT round.
+        await (await lock.acquire()).release();
+        released.length = 0;
+
+        const controller = new AbortController();
+        const reason = { why: 'gave up while the request was in flight' };
+        await server.pause();
+        let outcome: Promise<{ value?: unknown; error?: unknown; at: number }>;
+        try {
+          // The lock is free: the request is granted as soon as the server reads it.
+          outcome = settle(lock.acquire({ signal: controller.signal }));
+          await sleep(100);
+          controller.abort(reason);
+          await sleep(100);
+        } finally {
+          await server.resume();
+        }
+        const settled = await outcome;
+        expect(settled.error).toBe(reason);
+        // The library did get the lock, and gave it back before rejecting.
+        expect(released).toEqual([{ name: 'invoice:7', key, holdCount: 0 }]);
+        expect(await direct.exists(key)).toBe(0);
+        expect(await lock.isLocked()).toBe(false);
+      });
+    });
+  });
+});

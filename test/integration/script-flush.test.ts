@@ -1,0 +1,212 @@
+/**
+ * SCRIPT FLUSH (or a server that lost its script cache) breaks nothing: every operation falls
+ * back from EVALSHA to EVAL on NOSCRIPT, including the watchdog's renewals of a held lock.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from 'redis';
+import { LockClient, LockLostError, type LockLostEvent } from '../../src/index.js';
+import { luaScripts } from '../../src/scripts/generated.js';
+import { uniquePrefix } from '../support/keys.js';
+import { startRedis, type RedisInstance } from '../support/redis-server.js';
+
+type Redis = ReturnType<typeof createClient>;
+type ScriptName = keyof typeof luaScripts;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('after SCRIPT FLUSH', () => {
+  let server: RedisInstance;
+  let admin: Redis;
+  const clients: Redis[] = [];
+  const lockClients: LockClient[] = [];
+
+  async function lockClient(options?: ConstructorParameters<typeof LockClient>[1]): Promise<LockClient> {
+    const redis = createClient({ url: server.url });
+    redis.on('error', () => {});
+    await redis.connect();
+    clients.push(redis);
+    const locks = new LockClient(redis, options);
+    locks.on('error', () => {});
+    lockClients.push(locks);
+    return locks;
+  }
+
+  async function loaded(names: readonly ScriptName[]): Promise<boolean[]> {
+    const shas = names.map((name) => luaScripts[name].sha1);
+    const reply = await admin.sendCommand<unknown[]>(['SCRIPT', 'EXISTS', ...shas]);
+    return reply.map((flag) => Number(flag) === 1);
+  }
+
+  /**
+   * Empties the script cache and checks that it really is empty; one transaction, so a
+   * renewal running meanwhile cannot put a script back in between.
+   */
+  async function flush(): Promise<void> {
+    const shas = Object.values(luaScripts).map((script) => script.sha1);
+    const replies = await admin
+      .multi()
+      .addCommand(['SCRIPT', 'FLUSH'])
+      .addCommand(['SCRIPT', 'EXISTS', ...shas])
+      .exec();
+    expect(replies[1]).toEqual(shas.map(() => 0));
+  }
+
+  beforeAll(async () => {
+    // SCRIPT FLUSH is server-wide: never on a server other tests share.
+    server = await startRedis();
+    admin = createClient({ url: server.url });
+    admin.on('error', () => {});
+    await admin.connect();
+  });
+
+  afterEach(async () => {
+    await Promise.all(lockClients.splice(0).map((locks) => locks.close()));
+    for (const client of clients.splice(0)) client.destroy();
+  });
+
+  afterAll(async () => {
+    admin.destroy();
+    await server.stop();
+  });
+
+  /**
+   * Every operation in turn, `between` before each. With `checkCache`, each step also checks
+   * that the scripts it ran are back in the cache (they went through the EVAL fallback).
+   */
+  async function everyOperation(between: () => Promise<void>, checkCache: boolean): Promise<void> {
+    const prefix = uniquePrefix('script-flush');
+    const locks = await lockClient({ keyPrefix: prefix });
+    const other = await lockClient({ keyPrefix: prefix });
+    const lockLost: LockLostEvent[] = [];
+    locks.on('lockLost', (event) => lockLost.push(event));
+    const lock = locks.lock('invoice:42');
+    const key = `${prefix}invoice:42`;
+    const ran = async (scripts: readonly ScriptName[]): Promise<void> => {
+      if (checkCache) expect(await loaded(scripts)).toEqual(scripts.map(() => true));
+    };
+
+    // acquire, re-enter, partial release, contended tryAcquire, full release.
+    await between();
+    await lock.withLock(async (outer) => {
+      await ran(['lock/acquire']);
+      expect(outer.holdCount).toBe(1);
+      expect(await admin.hVals(key)).toEqual(['1']);
+
+      await between();
+      const inner = await lock.acquire();
+      await ran(['lock/acquire']);
+      expect(inner.holdCount).toBe(2);
+      expect(await admin.hVals(key)).toEqual(['2']);
+
+      await between();
+      await inner.release();
+      await ran(['lock/release']);
+      expect(outer.holdCount).toBe(1);
+      expect(await admin.hVals(key)).toEqual(['1']);
+
+      await between();
+      expect(await other.lock('invoice:42').tryAcquire()).toBeNull();
+      await ran(['lock/acquire']);
+      await between();
+    });
+    await ran(['lock/release']);
+    expect(await admin.exists(key)).toBe(0);
+
+    // tryAcquire on a free lock, release.
+    await between();
+    const tried = await lock.tryAcquire();
+    await ran(['lock/acquire']);
+    expect(tried?.holdCount).toBe(1);
+    await between();
+    await tried?.release();
+    await ran(['lock/release']);
+    expect(await admin.exists(key)).toBe(0);
+
+    // forceUnlock, from this client and from another one.
+    const forced = await lock.acquire();
+    await between();
+    expect(await lock.forceUnlock()).toBe(true);
+    await ran(['lock/force-release']);
+    expect(await admin.exists(key)).toBe(0);
+    expect((forced.signal.reason as LockLostError).reason).toBe('force-unlocked');
+    expect(lockLost.map((event) => event.error.reason)).toEqual(['force-unlocked']);
+    lockLost.length = 0;
+    const forcedElsewhere = await other.lock('invoice:42').acquire();
+    await between();
+    expect(await lock.forceUnlock()).toBe(true);
+    await ran(['lock/force-release']);
+    expect(await admin.exists(key)).toBe(0);
+    await between();
+    expect(await lock.forceUnlock()).toBe(false);
+    await expect(forcedElsewhere.release()).rejects.toMatchObject({ code: 'NOT_OWNER' });
+
+    // Waiting and handoff.
+    const held = await other.lock('invoice:42').acquire();
+    await between();
+    let waiterGotIt = false;
+    const waiting = lock.acquire({ waitMs: 5_000 }).then((lease) => {
+      waiterGotIt = true;
+      return lease;
+    });
+    await sleep(100);
+    expect(waiterGotIt).toBe(false);
+    await between();
+    await held.release();
+    const lease = await waiting;
+    await ran(['lock/release', 'lock/acquire']);
+    expect(lease.holdCount).toBe(1);
+    expect(await admin.hVals(key)).toEqual(['1']);
+    await between();
+    await lease.release();
+    await ran(['lock/release']);
+    expect(await admin.exists(key)).toBe(0);
+    expect(lockLost).toEqual([]);
+  }
+
+  it('every operation works after one flush', async () => {
+    await flush();
+    await everyOperation(() => Promise.resolve(), false);
+  });
+
+  it('every operation works with a flush before each step', async () => {
+    await everyOperation(flush, true);
+  });
+
+  it('the watchdog keeps renewing a held lock across flushes', async () => {
+    const prefix = uniquePrefix('script-flush-renew');
+    const key = `${prefix}report:daily`;
+    const locks = await lockClient({ keyPrefix: prefix, watchdogTimeoutMs: 300 });
+    const lockLost: LockLostEvent[] = [];
+    locks.on('lockLost', (event) => lockLost.push(event));
+    const lease = await locks.lock('report:daily').acquire();
+    await flush();
+    // Held for more than three leases, the script cache emptied again along the way.
+    for (let slice = 0; slice < 5; slice += 1) {
+      await sleep(200);
+      await flush();
+    }
+    await sleep(200);
+    expect(lockLost).toEqual([]);
+    expect(lease.signal.aborted).toBe(false);
+    expect(await admin.hVals(key)).toEqual(['1']);
+    const pttl = Number(await admin.pTTL(key));
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(300);
+    expect(await loaded(['lock/renew'])).toEqual([true]);
+    await lease.release();
+    expect(await admin.exists(key)).toBe(0);
+  });
+
+  it('forceUnlock after a flush tells the local holder its lock was lost', async () => {
+    const prefix = uniquePrefix('script-flush-force');
+    const locks = await lockClient({ keyPrefix: prefix });
+    const lock = locks.lock('cart:7');
+    const lease = await lock.acquire();
+    await flush();
+    expect(await lock.forceUnlock()).toBe(true);
+    expect(lease.signal.aborted).toBe(true);
+    expect(lease.signal.reason).toBeInstanceOf(LockLostError);
+    expect((lease.signal.reason as LockLostError).reason).toBe('force-unlocked');
+    expect(await lock.isLocked()).toBe(false);
+  });
+});

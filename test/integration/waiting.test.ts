@@ -1,0 +1,357 @@
+/**
+ * Waiting without polling: waiters are woken by the unlock message (or the holder's PTTL when
+ * nothing is published), share one subscription per lock per client, hand the lock over in
+ * FIFO order, do not churn subscriptions under steady contention, and survive a killed
+ * subscriber connection.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from 'redis';
+import { LockClient, type Lease } from '../../src/index.js';
+import { spawnWorker, type Worker } from '../support/child.js';
+import { uniquePrefix } from '../support/keys.js';
+import { clientAddr, commandsFrom, monitorCommands, type CommandMonitor } from '../support/monitor.js';
+import { sharedRedis } from '../support/redis-server.js';
+
+type Redis = ReturnType<typeof createClient>;
+
+const WAITER = new URL('../support/fixtures/waiting-waiter.ts', import.meta.url).pathname;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function channelOf(key: string): string {
+  return `redisson_lock__channel:{${key}}`;
+}
+
+async function waitUntil(
+  what: string,
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 5_000,
+): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await condition())) {
+    if (performance.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
+    await sleep(5);
+  }
+}
+
+describe('waiting for a lock', () => {
+  let url: string;
+  let admin: Redis;
+  const clients: Redis[] = [];
+  const lockClients: LockClient[] = [];
+  const workers: Worker[] = [];
+  const monitors: CommandMonitor[] = [];
+
+  async function connect(): Promise<Redis> {
+    const client = createClient({ url });
+    client.on('error', () => {});
+    await client.connect();
+    clients.push(client);
+    return client;
+  }
+
+  function track(locks: LockClient): LockClient {
+    locks.on('error', () => {});
+    lockClients.push(locks);
+    return locks;
+  }
+
+  async function lockClient(options?: ConstructorParameters<typeof LockClient>[1]): Promise<LockClient> {
+    return track(new LockClient(await connect(), options));
+  }
+
+  async function numsub(channel: string): Promise<number> {
+    const reply = await admin.sendCommand<unknown[]>(['PUBSUB', 'NUMSUB', channel]);
+    return Number(reply[1]);
+  }
+
+  beforeAll(async () => {
+    ({ url } = await sharedRedis());
+    admin = createClient({ url });
+    admin.on('error', () => {});
+    await admin.connect();
+  });
+
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((worker) => worker.stop()));
+    await Promise.all(monitors.splice(0).map((monitor) => monitor.stop()));
+    await Promise.all(lockClients.splice(0).map((locks) => locks.close()));
+    for (const client of clients.splice(0)) client.destroy();
+  });
+
+  afterAll(() => {
+    admin.destroy();
+  });
+
+  it('wakes a waiter in another process within milliseconds of the release, not at the PTTL', async () => {
+    const prefix = uniquePrefix('waiting-xproc');
+    const name = 'invoice:42';
+    const key = prefix + name;
+    const holder = await lockClient({ keyPrefix: prefix });
+    const lease = await holder.lock(name).acquire();
+    // The watchdog's lease: a waiter woken by the PTTL bound would wait about 30 s.
+    expect(Number(await admin.pTTL(key))).toBeGreaterThan(20_000);
+
+    const worker = spawnWorker(WAITER, { REDIS_URL: url, KEY_PREFIX: prefix, LOCK_NAME: name });
+    workers.push(worker);
+    await worker.next((msg) => msg['type'] === 'ready', 20_000);
+    worker.send({ type: 'acquire' });
+    await waitUntil('the worker is subscribed', async () => (await numsub(channelOf(key))) === 1, 10_000);
+    // Let its post-subscribe attempt come back, so it is parked in its wait.
+    await sleep(150);
+    expect(worker.messages.some((msg) => msg['type'] === 'acquired')).toBe(false);
+
+    const releaseStartNs = process.hrtime.bigint();
+    await lease.release();
+    const acquired = await worker.next((msg) => msg['type'] === 'acquired' || msg['type'] === 'failed');
+    expect(acquired['type']).toBe('acquired');
+    const latencyMs = Number(BigInt(String(acquired['at'])) - releaseStartNs) / 1e6;
+    expect(latencyMs).toBeGreaterThan(0);
+    expect(latencyMs).toBeLessThan(50);
+
+    worker.send({ type: 'release' });
+    await worker.next((msg) => msg['type'] === 'released');
+    expect(await admin.exists(key)).toBe(0);
+  });
+
+  it('shares one subscription among all local waiters and hands the lock over one by one in FIFO order', async () => {
+    const prefix = uniquePrefix('waiting-fifo');
+    const key = `${prefix}coupon:7`;
+    const channel = channelOf(key);
+    const holder = await lockClient({ keyPrefix: prefix });
+    const lease = await holder.lock('coupon:7').acquire();
+
+    const waitersRedis = await connect();
+    const locks = track(new LockClient(waitersRedis, { keyPrefix: prefix }));
+    const waitersAddr = await clientAddr(waitersRedis);
+    const monitor = await monitorCommands(url);
+    monitors.push(monitor);
+
+    const lock = locks.lock('coupon:7');
+    const order: number[] = [];
+    let inside = 0;
+    let mostInside = 0;
+    const fieldCounts: number[] = [];
+    const runs = Array.from({ length: 10 }, async (_, index) => {
+      const mine = await lock.acquire();
+      inside += 1;
+      mostInside = Math.max(mostInside, inside);
+      order.push(index);
+      fieldCounts.push(Number(await admin.hLen(key)));
+      await sleep(5);
+      inside -= 1;
+      await mine.release();
+    });
+
+    // Every waiter has tried at least twice (before and after the subscription is confirmed)
+    // once all ten are queued.
+    await monitor.waitFor(
+      (lines) =>
+        commandsFrom(lines, { clientAddr: waitersAddr }).filter(
+          (cmd) => (cmd[0] === 'EVALSHA' || cmd[0] === 'EVAL') && cmd[3] === key,
+        ).length >= 20,
+      10_000,
+    );
+    await sleep(50);
+    expect(order).toEqual([]);
+    expect(await numsub(channel)).toBe(1);
+    const subscribes = commandsFrom(monitor.lines, { excludeLua: true }).filter(
+      (cmd) => cmd[0]?.toUpperCase() === 'SUBSCRIBE' && cmd.includes(channel),
+    );
+    expect(subscribes).toHaveLength(1);
+
+    await lease.release();
+    await Promise.all(runs);
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(mostInside).toBe(1);
+    expect(fieldCounts).toEqual(Array.from({ length: 10 }, () => 1));
+    // Still the one subscription, kept for the linger.
+    expect(await numsub(channel)).toBe(1);
+    expect(await admin.exists(key)).toBe(0);
+  });
+
+  it('causes no SUBSCRIBE/UNSUBSCRIBE churn under steady contention', async () => {
+    const prefix = uniquePrefix('waiting-churn');
+    const key = `${prefix}cart:9`;
+    const channel = channelOf(key);
+    const locks = await lockClient({ keyPrefix: prefix });
+    const lock = locks.lock('cart:9');
+    const monitor = await monitorCommands(url);
+    monitors.push(monitor);
+
+    let inside = 0;
+    let mostInside = 0;
+    let acquisitions = 0;
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let round = 0; round < 50; round += 1) {
+          const lease: Lease = await lock.acquire();
+          inside += 1;
+          mostInside = Math.max(mostInside, inside);
+          acquisitions += 1;
+          await sleep(2);
+          inside -= 1;
+          await lease.release();
+        }
+      }),
+    );
+    expect(acquisitions).toBe(200);
+    expect(mostInside).toBe(1);
+
+    const marker = `end-of-churn-run-${prefix}`;
+    await admin.sendCommand(['ECHO', marker]);
+    await monitor.waitFor((lines) =>
+      commandsFrom(lines).some((cmd) => cmd[0] === 'ECHO' && cmd[1] === marker),
+    );
+    const commands = commandsFrom(monitor.lines, { excludeLua: true });
+    const subscribes = commands.filter(
+      (cmd) => cmd[0]?.toUpperCase() === 'SUBSCRIBE' && cmd.includes(channel),
+    );
+    const unsubscribes = commands.filter(
+      (cmd) => cmd[0]?.toUpperCase() === 'UNSUBSCRIBE' && cmd.includes(channel),
+    );
+    // Four owners contending for 200 rounds certainly waited, so exactly one subscription.
+    expect(subscribes).toHaveLength(1);
+    expect(unsubscribes).toHaveLength(0);
+    expect(await numsub(channel)).toBe(1);
+  });
+
+  it('wakes a waiter by the PTTL bound when the lock expires without a publish', async () => {
+    const prefix = uniquePrefix('waiting-expiry');
+    const key = `${prefix}report:daily`;
+    // A foreign owner (say, a crashed Redisson client) whose lock just runs out: no PUBLISH.
+    await admin.hSet(key, 'foreign-client:1', '1');
+    await admin.pExpire(key, 300);
+    const startedAt = performance.now();
+
+    const locks = await lockClient({ keyPrefix: prefix });
+    const lease = await locks.lock('report:daily').acquire();
+    const waitedMs = performance.now() - startedAt;
+    expect(waitedMs).toBeGreaterThanOrEqual(250);
+    expect(waitedMs).toBeLessThan(800);
+    expect(await admin.hExists(key, 'foreign-client:1')).toBe(0);
+    expect(Number(await admin.hLen(key))).toBe(1);
+    await lease.release();
+    expect(await admin.exists(key)).toBe(0);
+  });
+
+  describe('after CLIENT KILL TYPE pubsub', () => {
+    async function killedSubscriberScenario(releaseWhen: 'at-once' | 'after-resubscribe'): Promise<number> {
+      const prefix = uniquePrefix(`waiting-kill-${releaseWhen}`);
+      const key = `${prefix}order:5`;
+      const channel = channelOf(key);
+      const holder = await lockClient({ keyPrefix: prefix });
+      const lease = await holder.lock('order:5').acquire();
+      const waiters = await lockClient({ keyPrefix: prefix });
+
+      let acquiredAt: number | undefined;
+      const waiting = waiters
+        .lock('order:5')
+        .acquire()
+        .then((mine) => {
+          acquiredAt = performance.now();
+          return mine;
+        });
+      await waitUntil('the waiter is subscribed', async () => (await numsub(channel)) === 1);
+      await sleep(50);
+
+      const killed = Number(await admin.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']));
+      expect(killed).toBeGreaterThanOrEqual(1);
+      if (releaseWhen === 'after-resubscribe') {
+        await waitUntil('the subscriber is back', async () => (await numsub(channel)) === 1);
+      }
+      expect(acquiredAt).toBeUndefined();
+      const releasedAt = performance.now();
+      await lease.release();
+      const mine = await Promise.race([
+        waiting,
+        sleep(3_000).then(() => {
+          throw new Error('the waiter did not recover from the killed subscriber within 3 s');
+        }),
+      ]);
+      const latencyMs = (acquiredAt ?? Number.POSITIVE_INFINITY) - releasedAt;
+      await mine.release();
+      expect(await admin.exists(key)).toBe(0);
+      // The subscription is restored for later waiters too.
+      await waitUntil('the subscription is restored', async () => (await numsub(channel)) === 1);
+      return latencyMs;
+    }
+
+    it('a waiter acquires within 1 s of a release that happens before the subscriber reconnects', async () => {
+      expect(await killedSubscriberScenario('at-once')).toBeLessThan(1_000);
+    });
+
+    it('a waiter re-checks on reconnect, so an unlock published while its subscriber was gone is not missed', async () => {
+      const prefix = uniquePrefix('waiting-kill-missed');
+      const key = `${prefix}order:6`;
+      const channel = channelOf(key);
+      // A foreign holder (as a Redisson client would) with a long lease: only the re-check on
+      // reconnect can wake the waiter in time.
+      await admin.hSet(key, 'foreign-client:1', '1');
+      await admin.pExpire(key, 30_000);
+      const waiters = await lockClient({ keyPrefix: prefix });
+      let acquiredAt: number | undefined;
+      const waiting = waiters
+        .lock('order:6')
+        .acquire()
+        .then((mine) => {
+          acquiredAt = performance.now();
+          return mine;
+        });
+      await waitUntil('the waiter is subscribed', async () => (await numsub(channel)) === 1);
+      await sleep(50);
+
+      // Killed, freed and published to in one transaction: the unlock message reaches nobody.
+      const releasedAt = performance.now();
+      const replies = await admin
+        .multi()
+        .addCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub'])
+        .addCommand(['DEL', key])
+        .addCommand(['PUBLISH', channel, '0'])
+        .exec();
+      expect(Number(replies[0])).toBeGreaterThanOrEqual(1);
+      expect(Number(replies[1])).toBe(1);
+      expect(Number(replies[2])).toBe(0);
+
+      const mine = await Promise.race([
+        waiting,
+        sleep(3_000).then(() => {
+          throw new Error('the waiter did not re-check after its subscriber reconnected');
+        }),
+      ]);
+      expect((acquiredAt ?? Number.POSITIVE_INFINITY) - releasedAt).toBeLessThan(1_000);
+      await mine.release();
+      expect(await admin.exists(key)).toBe(0);
+    });
+
+    it('a waiter acquires within 1 s of a release that happens after the subscriber reconnected', async () => {
+      expect(await killedSubscriberScenario('after-resubscribe')).toBeLessThan(1_000);
+    });
+  });
+
+  it('drops the subscription after subscriptionLingerMs once its waiters leave', async () => {
+    const prefix = uniquePrefix('waiting-linger');
+    const key = `${prefix}batch:1`;
+    const channel = channelOf(key);
+    const holder = await lockClient({ keyPrefix: prefix });
+    const lease = await holder.lock('batch:1').acquire();
+    const brief = await lockClient({ keyPrefix: prefix, subscriptionLingerMs: 50 });
+    const lasting = await lockClient({ keyPrefix: prefix });
+
+    const briefWait = brief.lock('batch:1').acquire({ waitMs: 400 });
+    briefWait.catch(() => undefined);
+    await waitUntil('the short-linger client is subscribed', async () => (await numsub(channel)) === 1);
+    await expect(briefWait).rejects.toMatchObject({ code: 'ACQUIRE_TIMEOUT' });
+    await sleep(200);
+    expect(await numsub(channel)).toBe(0);
+
+    // The default linger (5 s) keeps it, for contrast.
+    await expect(lasting.lock('batch:1').acquire({ waitMs: 100 })).rejects.toMatchObject({
+      code: 'ACQUIRE_TIMEOUT',
+    });
+    await sleep(200);
+    expect(await numsub(channel)).toBe(1);
+    await lease.release();
+  });
+});
