@@ -93,7 +93,9 @@ export function spawnWorker(scriptPath: string, env?: Record<string, string>): W
   const describe = (): string =>
     [
       `worker ${script} (pid ${pid})`,
-      exit === undefined ? 'still running' : `exited with code ${String(exit.code)}, signal ${String(exit.signal)}`,
+      exit === undefined
+        ? 'still running'
+        : `exited with code ${String(exit.code)}, signal ${String(exit.signal)}`,
       `last messages: ${JSON.stringify(messages.slice(-5))}`,
       `stdout logs:\n${tail(logs.join('\n'))}`,
       `stderr:\n${tail(stderr)}`,

@@ -105,7 +105,11 @@ export async function monitorCommands(url: string): Promise<CommandMonitor> {
         };
         const timer = setTimeout(() => {
           listeners.delete(check);
-          reject(new Error(`monitor condition not met within ${timeoutMs} ms; last lines:\n${lines.slice(-20).join('\n')}`));
+          reject(
+            new Error(
+              `monitor condition not met within ${timeoutMs} ms; last lines:\n${lines.slice(-20).join('\n')}`,
+            ),
+          );
         }, timeoutMs);
         listeners.add(check);
       });

@@ -11,9 +11,11 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { Socket, createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import type * as Testcontainers_ from 'testcontainers';
 import type { StartedTestContainer } from 'testcontainers';
 import { onProcessExit } from './cleanup.js';
 
@@ -148,6 +150,11 @@ async function reserveFreePort(): Promise<number> {
   throw new Error('could not find a free loopback port that this process has not used yet');
 }
 
+// Child stdio pipes are sockets at run time, typed only as Readable.
+function unrefStream(stream: Readable | null): void {
+  if (stream instanceof Socket) stream.unref();
+}
+
 class OutputTail {
   private text = '';
 
@@ -202,12 +209,17 @@ interface RunningProcess {
 function launchProcess(port: number, extraArgs: readonly string[]): RunningProcess {
   const dir = mkdtempSync(join(tmpdir(), 'latchkey-redis-'));
   const args = [
-    '--port', String(port),
-    '--bind', LOOPBACK,
+    '--port',
+    String(port),
+    '--bind',
+    LOOPBACK,
     ...NO_PERSISTENCE,
-    '--daemonize', 'no',
-    '--protected-mode', 'no',
-    '--dir', dir,
+    '--daemonize',
+    'no',
+    '--protected-mode',
+    'no',
+    '--dir',
+    dir,
     ...extraArgs,
   ];
   // Not detached: a Ctrl-C in the terminal reaches the whole process group, redis included.
@@ -215,11 +227,19 @@ function launchProcess(port: number, extraArgs: readonly string[]): RunningProce
   const output = new OutputTail();
   child.stdout?.on('data', (chunk: Buffer) => output.append(chunk));
   child.stderr?.on('data', (chunk: Buffer) => output.append(chunk));
+  // The 'error' of a failed spawn (e.g. ENOENT) arrives later; unheard it would crash the
+  // test process, and the missing pid below already reports the failure.
+  child.once('error', () => {});
   const pid = child.pid;
   if (pid === undefined) {
     rmSync(dir, { recursive: true, force: true });
-    throw new Error('could not spawn redis-server (no pid)');
+    throw new Error('could not spawn redis-server (no pid; is it still on PATH?)');
   }
+  // An idle server must not keep the test process alive; the exit hook below kills it.
+  // Whoever waits for its exit refs it again for the duration (see awaitExit).
+  child.unref();
+  unrefStream(child.stdout);
+  unrefStream(child.stderr);
   const unregister = onProcessExit(() => {
     try {
       process.kill(pid, 'SIGKILL');
@@ -245,10 +265,20 @@ function launchProcess(port: number, extraArgs: readonly string[]): RunningProce
   return running;
 }
 
+/** Waits for exit while holding the event loop open, which the unref'd child does not. */
+async function awaitExit(running: RunningProcess): Promise<ExitInfo> {
+  running.child.ref();
+  try {
+    return await running.exited;
+  } finally {
+    running.child.unref();
+  }
+}
+
 async function disposeProcess(running: RunningProcess): Promise<void> {
   if (!running.hasExited) {
     running.child.kill('SIGKILL');
-    await running.exited;
+    await awaitExit(running);
   }
   running.unregister();
   rmSync(running.dir, { recursive: true, force: true });
@@ -258,9 +288,11 @@ async function waitUntilReady(running: RunningProcess, port: number): Promise<vo
   const deadline = performance.now() + READY_TIMEOUT_MS;
   while (performance.now() < deadline) {
     if (running.hasExited) {
+      const exit = await awaitExit(running);
+      // 'exit' can overtake the last chunks of output, which hold the reason.
+      await delay(50);
       const text = running.output.toString();
       if (/address already in use/i.test(text)) throw new PortInUseError(text);
-      const exit = await running.exited;
       throw new Error(
         `redis-server on port ${port} exited during start-up ` +
           `(code ${String(exit.code)}, signal ${String(exit.signal)}). Output:\n${text}`,
@@ -320,14 +352,16 @@ class ProcessRedis implements RedisInstance {
     return this.current;
   }
 
-  async pause(): Promise<void> {
+  pause(): Promise<void> {
     process.kill(this.running('pause').pid, 'SIGSTOP');
     this.paused = true;
+    return Promise.resolve();
   }
 
-  async resume(): Promise<void> {
+  resume(): Promise<void> {
     process.kill(this.running('resume').pid, 'SIGCONT');
     this.paused = false;
+    return Promise.resolve();
   }
 
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
@@ -337,8 +371,10 @@ class ProcessRedis implements RedisInstance {
     // A stopped process only acts on a catchable signal once it runs again.
     if (this.paused && signal !== 'SIGKILL') process.kill(running.pid, 'SIGCONT');
     this.paused = false;
-    await withTimeout(running.exited, EXIT_TIMEOUT_MS, () =>
-      `redis-server on port ${this.port} did not exit within ${EXIT_TIMEOUT_MS} ms after ${signal}`,
+    await withTimeout(
+      awaitExit(running),
+      EXIT_TIMEOUT_MS,
+      () => `redis-server on port ${this.port} did not exit within ${EXIT_TIMEOUT_MS} ms after ${signal}`,
     );
     await disposeProcess(running);
     this.current = undefined;
@@ -404,7 +440,7 @@ async function startProcessRedis(extraArgs: readonly string[]): Promise<ProcessR
 // Docker fallback (testcontainers). Loaded lazily: it is heavy and most runs never need it.
 // Containers left behind by a crashed test process are removed by testcontainers' reaper.
 
-type Testcontainers = typeof import('testcontainers');
+type Testcontainers = typeof Testcontainers_;
 
 async function dockerRuntime(): Promise<{ module: Testcontainers } | { unavailable: string }> {
   try {

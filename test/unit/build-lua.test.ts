@@ -21,7 +21,7 @@ const HEADER = [
 
 describe('build-lua contract check', () => {
   it('accepts a script whose header and body agree', () => {
-    const body = "local lockKey = KEYS[1]\nlocal channel = KEYS[2]\nlocal owner = ARGV[1]\nreturn 1\n";
+    const body = 'local lockKey = KEYS[1]\nlocal channel = KEYS[2]\nlocal owner = ARGV[1]\nreturn 1\n';
     expect(checkScript('ok', `${HEADER}\n${body}`).numberOfKeys).toBe(2);
   });
 
@@ -39,19 +39,20 @@ describe('build-lua contract check', () => {
   it('refuses a script without a purpose line or a Returns line', () => {
     const body = 'local lockKey = KEYS[1]\nreturn 1\n';
     expect(() => checkScript('bare', `-- KEYS[1] lock key\n${body}`)).toThrow(/open with one line/);
-    expect(() => checkScript('no-returns', `-- Purpose.\n-- KEYS[1] lock key\n${body}`)).toThrow(
-      /returns/,
-    );
+    expect(() => checkScript('no-returns', `-- Purpose.\n-- KEYS[1] lock key\n${body}`)).toThrow(/returns/);
   });
 
   it('refuses an undeclared ARGV', () => {
-    const body = 'local lockKey = KEYS[1]\nlocal channel = KEYS[2]\nlocal owner = ARGV[1]\nlocal x = ARGV[2]\n';
+    const body =
+      'local lockKey = KEYS[1]\nlocal channel = KEYS[2]\nlocal owner = ARGV[1]\nlocal x = ARGV[2]\n';
     expect(() => checkScript('argv', `${HEADER}\n${body}`)).toThrow(/ARGV\[2\]/);
   });
 
   it('embeds every script in lua-scripts/ with its SHA-1, and fails the build on a bad one', () => {
     const files = readdirSync(join(root, 'lua-scripts', 'lock')).filter((f) => f.endsWith('.lua'));
-    expect(Object.keys(luaScripts).sort()).toEqual(files.map((f) => `lock/${f.replace(/\.lua$/, '')}`).sort());
+    expect(Object.keys(luaScripts).sort()).toEqual(
+      files.map((f) => `lock/${f.replace(/\.lua$/, '')}`).sort(),
+    );
     for (const file of files) {
       const source = readFileSync(join(root, 'lua-scripts', 'lock', file), 'utf8');
       const name = `lock/${file.replace(/\.lua$/, '')}` as keyof typeof luaScripts;
@@ -59,8 +60,8 @@ describe('build-lua contract check', () => {
       expect(checkScript(name, source).sha1).toBe(luaScripts[name].sha1);
     }
     // The real build step, run as npm runs it, succeeds on the project's scripts.
-    expect(execFileSync(process.execPath, [join(root, 'scripts', 'build-lua.mjs')], { encoding: 'utf8' })).toMatch(
-      /embedded \d+ Lua scripts/,
-    );
+    expect(
+      execFileSync(process.execPath, [join(root, 'scripts', 'build-lua.mjs')], { encoding: 'utf8' }),
+    ).toMatch(/embedded \d+ Lua scripts/);
   });
 });

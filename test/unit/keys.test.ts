@@ -4,7 +4,9 @@ import { lockKey, ownerField, requestKey, unlockChannel } from '../../src/keys.j
 describe('key and channel names', () => {
   it("uses Redisson's unlock channel, with the key as hash tag", () => {
     expect(unlockChannel(lockKey('', 'invoice:42'))).toBe('redisson_lock__channel:{invoice:42}');
-    expect(unlockChannel(lockKey('billing:', 'invoice:42'))).toBe('redisson_lock__channel:{billing:invoice:42}');
+    expect(unlockChannel(lockKey('billing:', 'invoice:42'))).toBe(
+      'redisson_lock__channel:{billing:invoice:42}',
+    );
   });
 
   it('keeps a key that already has a hash tag as it is', () => {
@@ -17,6 +19,8 @@ describe('key and channel names', () => {
   });
 
   it("builds the owner field as Redisson's <uuid>:<threadId>", () => {
-    expect(ownerField('6f1c2a40-0000-4000-8000-000000000000', '7')).toBe('6f1c2a40-0000-4000-8000-000000000000:7');
+    expect(ownerField('6f1c2a40-0000-4000-8000-000000000000', '7')).toBe(
+      '6f1c2a40-0000-4000-8000-000000000000:7',
+    );
   });
 });
