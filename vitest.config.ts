@@ -7,6 +7,8 @@ export default defineConfig({
     // fits a two-core machine without starving the timing-sensitive tests.
     pool: 'forks',
     maxWorkers: 2,
+    // The JSON report lets .ci/run print a plain "N passed, N failed" line.
+    reporters: ['default', ['json', { outputFile: '.tmp/vitest-results.json' }]],
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },
