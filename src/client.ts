@@ -291,13 +291,22 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * Runs a script whose every call is safe to repeat, retrying transient failures with backoff
    * while `keepTrying()` says so.
    */
-  #callIdempotent(
+  async #callIdempotent(
     script: LuaScript,
     keys: readonly string[],
     args: readonly string[],
     keepTrying: (attempt: number) => boolean,
     timeoutMs = this.#commandTimeoutMs,
   ): Promise<unknown> {
+    const retryable = (error: unknown, attempt: number): boolean =>
+      !this.#closed && isTransient(error) && keepTrying(attempt);
+    // The first try goes out directly: the retry machinery is for the rare failure, not the
+    // hot path of every acquire and release.
+    try {
+      return await this.#runner.run(script, keys, args, timeoutMs);
+    } catch (error) {
+      if (!retryable(error, 1)) throw error;
+    }
     return pRetry(() => this.#runner.run(script, keys, args, timeoutMs), {
       retries: 1_000,
       minTimeout: 20,
@@ -305,8 +314,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       factor: 2,
       randomize: true,
       unref: true,
-      shouldRetry: ({ error, attemptNumber }) =>
-        !this.#closed && isTransient(error) && keepTrying(attemptNumber),
+      shouldRetry: ({ error, attemptNumber }) => retryable(error, attemptNumber + 1),
     });
   }
 
