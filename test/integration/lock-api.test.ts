@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from 'redis';
+import type { LockError } from '../../src/index.js';
 import {
   ClientClosedError,
   LockClient,
-  LockError,
   LockLostError,
   LockNotOwnedError,
   type AcquiredEvent,
