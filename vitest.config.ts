@@ -1,6 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
+// LATCHKEY_TEST_REDIS_MODULE points `redis` at another node-redis major (CI runs the suite on
+// v5, the dev dependency, and again on v6, which speaks RESP3 by default).
+const redisModule = process.env.LATCHKEY_TEST_REDIS_MODULE;
+
 export default defineConfig({
+  resolve: redisModule ? { alias: { redis: redisModule } } : {},
   test: {
     include: ['test/**/*.test.ts'],
     // Each test file runs in its own process and starts its own redis-server; two at a time
