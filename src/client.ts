@@ -459,11 +459,10 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       }
       const code = Number(reply);
       if (code === -4) {
-        const error =
-          existing?.lostError ??
-          new LockLostError(`Lock "${target.name}" is no longer held by this owner`, 'not-owner');
-        if (existing !== undefined) this.#markLost(existing, 'not-owner', error.message);
-        throw error;
+        const message = `Lock "${target.name}" is no longer held by this owner: it was lost or changed behind its back`;
+        throw existing === undefined
+          ? new LockLostError(message, 'not-owner')
+          : this.#markLost(existing, 'not-owner', message);
       }
       if (code === -3) {
         // Only a request this client gave up on is refused, and requests are never reused.
@@ -512,7 +511,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           });
         }
         const expected = hold.count;
-        const request = requestKey(hold.key, this.#nextRequestId());
+        const request =
+          (expected === 1 ? hold.unconfirmedRelease : undefined) ??
+          requestKey(hold.key, this.#nextRequestId());
         const sentAt = performance.now();
         // Worth retrying while the lock is known to be held (after that it has expired anyway),
         // and for a last release only while its request key is sure to be there.
@@ -536,6 +537,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           }
           if (expected === 1) {
             // Unconfirmed last release: renewal is off, so the lock is gone when its lease ends.
+            hold.unconfirmedRelease = request;
             this.#forget(hold);
           }
           throw redisError(error, `releasing lock "${hold.name}"`);
@@ -631,14 +633,18 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     });
   }
 
-  /** Declares a hold lost: aborts its signal, stops renewal, emits `lockLost`. Never throws. */
-  #markLost(hold: Hold, reason: LockLostReason, message: string): void {
-    if (hold.lost) return;
+  /**
+   * Declares a hold lost: aborts its signal, stops renewal, emits `lockLost`. Returns the
+   * hold's LockLostError (the first one, if it was lost already). Never throws.
+   */
+  #markLost(hold: Hold, reason: LockLostReason, message: string): LockLostError {
+    if (hold.lostError !== undefined) return hold.lostError;
     const error = new LockLostError(message, reason);
     hold.lostError = error;
     this.#forget(hold);
     hold.controller.abort(error);
     this.#emit('lockLost', { name: hold.name, key: hold.key, error });
+    return error;
   }
 
   async #forceUnlock(target: LockTarget): Promise<boolean> {

@@ -24,6 +24,11 @@ export class Hold {
    */
   validUntil = 0;
   lostError: LockLostError | undefined;
+  /**
+   * Request key of a last release whose outcome Redis never confirmed: a release asked for
+   * again sends the same request, so it learns what the first one did.
+   */
+  unconfirmedRelease: string | undefined;
   readonly controller = new AbortController();
 
   constructor(name: string, key: string, channel: string, field: string, ttlMs: number, watchdog: boolean) {
