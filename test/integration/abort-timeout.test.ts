@@ -4,77 +4,23 @@
  * Redis grants after the caller aborted is handed straight back.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from 'redis';
 import { LockClient, LockTimeoutError, type LockError, type ReleasedEvent } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
-import { clientAddr, commandsFrom, monitorCommands, type CommandMonitor } from '../support/monitor.js';
+import { clientAddr, commandsFrom } from '../support/monitor.js';
 import { sharedRedis, startRedis, type RedisInstance } from '../support/redis-server.js';
-
-type Redis = ReturnType<typeof createClient>;
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-function channelOf(key: string): string {
-  return `redisson_lock__channel:{${key}}`;
-}
-
-async function waitUntil(
-  what: string,
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs = 5_000,
-): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await condition())) {
-    if (performance.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
-    await sleep(5);
-  }
-}
-
-/** Settles `promise` and reports how, and when (performance.now()), without throwing. */
-async function settle<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown; at: number }> {
-  try {
-    const value = await promise;
-    return { value, at: performance.now() };
-  } catch (error) {
-    return { error, at: performance.now() };
-  }
-}
+import { channelOf, testResources, type Redis } from '../support/resources.js';
+import { settle, sleep, waitUntil } from '../support/wait.js';
 
 describe('acquire timeouts and aborts', () => {
   let url: string;
   let admin: Redis;
-  const clients: Redis[] = [];
-  const lockClients: LockClient[] = [];
-  const monitors: CommandMonitor[] = [];
-
-  async function connect(target = url): Promise<Redis> {
-    const client = createClient({ url: target });
-    client.on('error', () => {});
-    await client.connect();
-    clients.push(client);
-    return client;
-  }
-
-  function track(locks: LockClient): LockClient {
-    locks.on('error', () => {});
-    lockClients.push(locks);
-    return locks;
-  }
-
-  async function lockClient(options?: ConstructorParameters<typeof LockClient>[1]): Promise<LockClient> {
-    return track(new LockClient(await connect(), options));
-  }
-
-  async function numsub(channel: string): Promise<number> {
-    const reply = await admin.sendCommand<unknown[]>(['PUBSUB', 'NUMSUB', channel]);
-    return Number(reply[1]);
-  }
+  const perFile = testResources(() => url);
+  const res = testResources(() => url);
 
   /** A lock held by another LockClient; returns its key and the holder's field. */
   async function heldLock(name: string): Promise<{ prefix: string; key: string; holderField: string }> {
     const prefix = uniquePrefix('abort-timeout');
-    const holder = await lockClient({ keyPrefix: prefix });
+    const holder = await res.lockClient({ keyPrefix: prefix });
     await holder.lock(name).acquire();
     const key = prefix + name;
     const fields = await admin.hKeys(key);
@@ -84,25 +30,17 @@ describe('acquire timeouts and aborts', () => {
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    admin = createClient({ url });
-    admin.on('error', () => {});
-    await admin.connect();
+    admin = await perFile.connect();
   });
 
-  afterEach(async () => {
-    await Promise.all(monitors.splice(0).map((monitor) => monitor.stop()));
-    await Promise.all(lockClients.splice(0).map((locks) => locks.close()));
-    for (const client of clients.splice(0)) client.destroy();
-  });
+  afterEach(() => res.closeAll());
 
-  afterAll(() => {
-    admin.destroy();
-  });
+  afterAll(() => perFile.closeAll());
 
   describe('waitMs', () => {
     it('acquire({ waitMs: 300 }) on a held lock rejects with LockTimeoutError after about 300 ms', async () => {
       const { prefix, key, holderField } = await heldLock('invoice:1');
-      const locks = await lockClient({ keyPrefix: prefix });
+      const locks = await res.lockClient({ keyPrefix: prefix });
       const startedAt = performance.now();
       const outcome = await settle(locks.lock('invoice:1').acquire({ waitMs: 300 }));
       const elapsedMs = outcome.at - startedAt;
@@ -115,7 +53,7 @@ describe('acquire timeouts and aborts', () => {
 
     it('tryAcquire({ waitMs: 300 }) on a held lock resolves null after about 300 ms', async () => {
       const { prefix, key, holderField } = await heldLock('invoice:2');
-      const locks = await lockClient({ keyPrefix: prefix });
+      const locks = await res.lockClient({ keyPrefix: prefix });
       const startedAt = performance.now();
       const outcome = await settle(locks.lock('invoice:2').tryAcquire({ waitMs: 300 }));
       const elapsedMs = outcome.at - startedAt;
@@ -128,7 +66,7 @@ describe('acquire timeouts and aborts', () => {
 
     it('tryAcquire() with the default waitMs resolves null at once', async () => {
       const { prefix, key, holderField } = await heldLock('invoice:3');
-      const locks = await lockClient({ keyPrefix: prefix });
+      const locks = await res.lockClient({ keyPrefix: prefix });
       const lock = locks.lock('invoice:3');
       // Warm up the script cache, so the timing below measures one round trip.
       expect(await lock.tryAcquire()).toBeNull();
@@ -144,12 +82,12 @@ describe('acquire timeouts and aborts', () => {
   describe('signal', () => {
     it('aborting a waiting acquire rejects it promptly with exactly signal.reason and leaves nothing behind', async () => {
       const { prefix, key, holderField } = await heldLock('invoice:4');
-      const locks = await lockClient({ keyPrefix: prefix, subscriptionLingerMs: 0 });
+      const locks = await res.lockClient({ keyPrefix: prefix, subscriptionLingerMs: 0 });
       const controller = new AbortController();
       const reason = { why: 'customer cancelled the checkout' };
 
       const waiting = settle(locks.lock('invoice:4').acquire({ signal: controller.signal }));
-      await waitUntil('the waiter is subscribed', async () => (await numsub(channelOf(key))) === 1);
+      await waitUntil('the waiter is subscribed', async () => (await res.numsub(channelOf(key))) === 1);
       // Let its post-subscribe attempt come back, so it is parked in its wait.
       await sleep(100);
 
@@ -160,12 +98,16 @@ describe('acquire timeouts and aborts', () => {
       expect(outcome.at - abortedAt).toBeLessThan(100);
 
       expect(await admin.hKeys(key)).toEqual([holderField]);
-      await waitUntil('the subscription is dropped', async () => (await numsub(channelOf(key))) === 0, 1_000);
+      await waitUntil(
+        'the subscription is dropped',
+        async () => (await res.numsub(channelOf(key))) === 0,
+        1_000,
+      );
     });
 
     it('aborting an acquire before it is parked (attempt in flight or subscribing) rejects with signal.reason too', async () => {
       const { prefix, key, holderField } = await heldLock('invoice:5');
-      const locks = await lockClient({ keyPrefix: prefix, subscriptionLingerMs: 0 });
+      const locks = await res.lockClient({ keyPrefix: prefix, subscriptionLingerMs: 0 });
       const controller = new AbortController();
       const reason = new Error('shutting down');
       const waiting = settle(locks.lock('invoice:5').acquire({ signal: controller.signal }));
@@ -176,17 +118,16 @@ describe('acquire timeouts and aborts', () => {
       expect(outcome.error).toBe(reason);
       expect(outcome.at - abortedAt).toBeLessThan(100);
       expect(await admin.hKeys(key)).toEqual([holderField]);
-      await waitUntil('no subscription is left', async () => (await numsub(channelOf(key))) === 0, 1_000);
+      await waitUntil('no subscription is left', async () => (await res.numsub(channelOf(key))) === 0, 1_000);
     });
 
     it('an already-aborted signal rejects before any Redis command', async () => {
       const prefix = uniquePrefix('abort-early');
-      const redis = await connect();
+      const redis = await res.connect();
       const addr = await clientAddr(redis);
-      const locks = track(new LockClient(redis, { keyPrefix: prefix }));
+      const locks = res.track(new LockClient(redis, { keyPrefix: prefix }));
       const lock = locks.lock('invoice:6');
-      const monitor = await monitorCommands(url);
-      monitors.push(monitor);
+      const monitor = await res.monitor();
 
       const controller = new AbortController();
       const reason = { why: 'aborted before the call' };
@@ -230,9 +171,9 @@ describe('acquire timeouts and aborts', () => {
       it('is released, and the acquire rejects with signal.reason', async () => {
         const prefix = uniquePrefix('abort-granted');
         const key = `${prefix}invoice:7`;
-        const redis = await connect(server.url);
-        const direct = await connect(server.url);
-        const locks = track(new LockClient(redis, { keyPrefix: prefix }));
+        const redis = await res.connect({ url: server.url });
+        const direct = await res.connect({ url: server.url });
+        const locks = res.track(new LockClient(redis, { keyPrefix: prefix }));
         const released: ReleasedEvent[] = [];
         locks.on('released', (event) => released.push(event));
         const lock = locks.lock('invoice:7');

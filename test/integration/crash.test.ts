@@ -1,20 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from 'redis';
-import { spawnWorker, type Worker } from '../support/child.js';
 import { uniquePrefix } from '../support/keys.js';
 import { sharedRedis } from '../support/redis-server.js';
-
-type Redis = ReturnType<typeof createClient>;
+import { channelOf, testResources, type Redis } from '../support/resources.js';
+import { sleep, waitUntil } from '../support/wait.js';
 
 const HOLDER = new URL('../support/fixtures/crash-holder.ts', import.meta.url).pathname;
 const WAITER = new URL('../support/fixtures/crash-waiter.ts', import.meta.url).pathname;
 // Child processes start through tsx, which takes a while on a busy machine.
 const STARTUP_MS = 20_000;
 const MS = 1_000_000n;
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 function stamp(value: unknown): bigint {
   if (typeof value !== 'string') throw new Error(`expected a nanosecond stamp, got ${String(value)}`);
@@ -24,20 +18,17 @@ function stamp(value: unknown): bigint {
 describe('a lock holder killed with SIGKILL', () => {
   let url: string;
   let observer: Redis;
-  const workers: Worker[] = [];
+  const perFile = testResources(() => url);
+  const res = testResources(() => url);
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    observer = await createClient({ url }).connect();
+    observer = await perFile.connect();
   });
 
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((worker) => worker.stop()));
-  });
+  afterEach(() => res.closeAll());
 
-  afterAll(() => {
-    observer.destroy();
-  });
+  afterAll(() => perFile.closeAll());
 
   it('is replaced by a waiter in another process within watchdogTimeoutMs + 1 s', async () => {
     const watchdogMs = 1_000;
@@ -47,30 +38,24 @@ describe('a lock holder killed with SIGKILL', () => {
       LOCK_NAME: 'settlement:nightly',
       WATCHDOG_MS: String(watchdogMs),
     };
-    const holder = spawnWorker(HOLDER, env);
-    workers.push(holder);
+    const holder = res.worker(HOLDER, env);
     const held = await holder.next((msg) => msg['type'] === 'acquired', STARTUP_MS);
     const heldAt = stamp(held['at']);
     const key = String(held['key']);
-    const channel = `redisson_lock__channel:{${key}}`;
 
-    const waiter = spawnWorker(WAITER, env);
-    workers.push(waiter);
+    const waiter = res.worker(WAITER, env);
     await waiter.next((msg) => msg['type'] === 'waiting', STARTUP_MS);
     // The waiter is parked on the unlock channel once it has subscribed to it.
-    const subscribedBy = performance.now() + 10_000;
-    for (;;) {
-      const reply: unknown = await observer.sendCommand(['PUBSUB', 'NUMSUB', channel]);
-      if (Array.isArray(reply) && Number(reply[1]) >= 1) break;
-      if (performance.now() > subscribedBy)
-        throw new Error('the waiter never subscribed to the unlock channel');
-      await delay(20);
-    }
+    await waitUntil(
+      'the waiter subscribed to the unlock channel',
+      async () => (await res.numsub(channelOf(key))) >= 1,
+      10_000,
+    );
 
     // Held well past its first lease: only the holder's watchdog can be keeping it.
     const keepUntil = heldAt + BigInt(Math.round(1.5 * watchdogMs)) * MS;
     const now = process.hrtime.bigint();
-    if (now < keepUntil) await delay(Number((keepUntil - now) / MS) + 1);
+    if (now < keepUntil) await sleep(Number((keepUntil - now) / MS) + 1);
     expect(waiter.messages.some((msg) => msg['type'] === 'acquired')).toBe(false);
     expect(holder.messages.some((msg) => msg['type'] === 'lost')).toBe(false);
     expect(await observer.pTTL(key)).toBeGreaterThan(0);

@@ -4,38 +4,13 @@
  * of a release never touches the next holder, and an acquire given up on leaves no hidden hold.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from 'redis';
 import { LockClient, LockError } from '../../src/index.js';
 import { luaScripts } from '../../src/scripts/generated.js';
 import { uniquePrefix } from '../support/keys.js';
-import { commandsFrom, monitorCommands, type CommandMonitor } from '../support/monitor.js';
+import { commandsFrom } from '../support/monitor.js';
 import { startRedis, type RedisInstance } from '../support/redis-server.js';
-
-type Redis = ReturnType<typeof createClient>;
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitUntil(
-  what: string,
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs = 5_000,
-): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await condition())) {
-    if (performance.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
-    await sleep(5);
-  }
-}
-
-/** Settles `promise` and reports how, without throwing. */
-async function settle<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown }> {
-  try {
-    return { value: await promise };
-  } catch (error) {
-    return { error };
-  }
-}
+import { channelOf, testResources, type Redis } from '../support/resources.js';
+import { settle, sleep, waitUntil } from '../support/wait.js';
 
 /** Calls of one script on one key seen by MONITOR (EVALSHA only: the scripts are preloaded). */
 function scriptCalls(lines: readonly string[], script: keyof typeof luaScripts, key: string): string[][] {
@@ -52,33 +27,8 @@ function scriptEffects(lines: readonly string[], key: string): string[][] {
 describe('idempotent retries of requests with an unknown outcome', () => {
   let server: RedisInstance;
   let admin: Redis;
-  const clients: Redis[] = [];
-  const lockClients: LockClient[] = [];
-  const monitors: CommandMonitor[] = [];
-
-  async function connect(): Promise<Redis> {
-    const client = createClient({ url: server.url });
-    client.on('error', () => {});
-    await client.connect();
-    clients.push(client);
-    return client;
-  }
-
-  async function lockClient(
-    options?: ConstructorParameters<typeof LockClient>[1],
-  ): Promise<{ locks: LockClient; redis: Redis }> {
-    const redis = await connect();
-    const locks = new LockClient(redis, options);
-    locks.on('error', () => {});
-    lockClients.push(locks);
-    return { locks, redis };
-  }
-
-  async function monitor(): Promise<CommandMonitor> {
-    const started = await monitorCommands(server.url);
-    monitors.push(started);
-    return started;
-  }
+  const perFile = testResources(() => server.url);
+  const res = testResources(() => server.url);
 
   /** Runs `during` with the server frozen for about `ms`; always thaws it. */
   async function paused(ms: number, during: () => void | Promise<void>): Promise<void> {
@@ -95,9 +45,7 @@ describe('idempotent retries of requests with an unknown outcome', () => {
   beforeAll(async () => {
     // Paused, killed connections and DEBUG SLEEP: a server of this file's own.
     server = await startRedis({ args: ['--enable-debug-command', 'yes'] });
-    admin = createClient({ url: server.url });
-    admin.on('error', () => {});
-    await admin.connect();
+    admin = await perFile.connect();
     // Preload every script, so a request held up by the pause runs as it is sent instead of
     // failing with NOSCRIPT.
     for (const script of Object.values(luaScripts)) {
@@ -105,14 +53,10 @@ describe('idempotent retries of requests with an unknown outcome', () => {
     }
   });
 
-  afterEach(async () => {
-    await Promise.all(monitors.splice(0).map((started) => started.stop()));
-    await Promise.all(lockClients.splice(0).map((locks) => locks.close()));
-    for (const client of clients.splice(0)) client.destroy();
-  });
+  afterEach(() => res.closeAll());
 
   afterAll(async () => {
-    admin.destroy();
+    await perFile.closeAll();
     await server.stop();
   });
 
@@ -120,9 +64,9 @@ describe('idempotent retries of requests with an unknown outcome', () => {
     it('is retried without decrementing twice (hold count 2 -> 1)', async () => {
       const prefix = uniquePrefix('idem-release-partial');
       const key = `${prefix}invoice:42`;
-      const { locks } = await lockClient({ keyPrefix: prefix, commandTimeoutMs: 200 });
+      const locks = await res.lockClient({ keyPrefix: prefix, commandTimeoutMs: 200 });
       const lock = locks.lock('invoice:42');
-      const watch = await monitor();
+      const watch = await res.monitor();
 
       await lock.withLock(async (outer) => {
         const inner = await lock.acquire();
@@ -156,9 +100,9 @@ describe('idempotent retries of requests with an unknown outcome', () => {
     it('is retried as one full release that never touches the next holder', async () => {
       const prefix = uniquePrefix('idem-release-full');
       const key = `${prefix}invoice:43`;
-      const { locks } = await lockClient({ keyPrefix: prefix, commandTimeoutMs: 200 });
-      const { locks: next } = await lockClient({ keyPrefix: prefix });
-      const watch = await monitor();
+      const locks = await res.lockClient({ keyPrefix: prefix, commandTimeoutMs: 200 });
+      const next = await res.lockClient({ keyPrefix: prefix });
+      const watch = await res.monitor();
 
       const lease = await locks.lock('invoice:43').acquire();
       // The next holder is already waiting: it takes the lock the moment the release runs,
@@ -171,14 +115,7 @@ describe('idempotent retries of requests with an unknown outcome', () => {
           nextGotIt = true;
           return got;
         });
-      await waitUntil('the next holder waits', async () => {
-        const reply = await admin.sendCommand<unknown[]>([
-          'PUBSUB',
-          'NUMSUB',
-          `redisson_lock__channel:{${key}}`,
-        ]);
-        return Number(reply[1]) === 1;
-      });
+      await waitUntil('the next holder waits', async () => (await res.numsub(channelOf(key))) === 1);
       await sleep(50);
       expect(nextGotIt).toBe(false);
 
@@ -210,11 +147,12 @@ describe('idempotent retries of requests with an unknown outcome', () => {
     it('is retried after its connection is killed mid-call, without decrementing twice', async () => {
       const prefix = uniquePrefix('idem-release-kill');
       const key = `${prefix}invoice:44`;
-      const { locks, redis } = await lockClient({ keyPrefix: prefix });
-      const sleeper = await connect();
-      const killer = await connect();
+      const redis = await res.connect();
+      const locks = res.track(new LockClient(redis, { keyPrefix: prefix }));
+      const sleeper = await res.connect();
+      const killer = await res.connect();
       const lock = locks.lock('invoice:44');
-      const watch = await monitor();
+      const watch = await res.monitor();
 
       await lock.withLock(async (outer) => {
         const inner = await lock.acquire();
@@ -261,9 +199,9 @@ describe('idempotent retries of requests with an unknown outcome', () => {
     it('leaves no hidden hold: the lock is free again and a late copy is refused', async () => {
       const prefix = uniquePrefix('idem-acquire');
       const key = `${prefix}coupon:7`;
-      const { locks } = await lockClient({ keyPrefix: prefix, commandTimeoutMs: 100 });
-      const { locks: other } = await lockClient({ keyPrefix: prefix });
-      const watch = await monitor();
+      const locks = await res.lockClient({ keyPrefix: prefix, commandTimeoutMs: 100 });
+      const other = await res.lockClient({ keyPrefix: prefix });
+      const watch = await res.monitor();
 
       let outcome: { value?: unknown; error?: unknown } = {};
       await paused(0, async () => {

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from 'redis';
 import {
   LockClient,
   LockLostError,
@@ -11,8 +10,8 @@ import {
 } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
 import { sharedRedis, startRedis, type RedisInstance } from '../support/redis-server.js';
-
-type Redis = ReturnType<typeof createClient>;
+import { testResources, type Redis } from '../support/resources.js';
+import { sleep } from '../support/wait.js';
 
 interface Timed<T> {
   readonly at: number;
@@ -64,27 +63,22 @@ describe('losing a held lock', () => {
   let url: string;
   let redis: Redis;
   let tamper: Redis;
-  const opened: LockClient[] = [];
+  const perFile = testResources(() => url);
+  const res = testResources(() => url);
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    redis = await createClient({ url }).connect();
-    tamper = await createClient({ url }).connect();
+    redis = await perFile.connect();
+    tamper = await perFile.connect();
   });
 
-  afterEach(async () => {
-    await Promise.all(opened.splice(0).map((locks) => locks.close()));
-  });
+  afterEach(() => res.closeAll());
 
-  afterAll(() => {
-    redis.destroy();
-    tamper.destroy();
-  });
+  afterAll(() => perFile.closeAll());
 
+  /** All on the one connection `redis`. */
   function lockClient(keyPrefix: string, watchdogTimeoutMs = WATCHDOG_MS): LockClient {
-    const locks = new LockClient(redis, { watchdogTimeoutMs, keyPrefix });
-    opened.push(locks);
-    return locks;
+    return res.track(new LockClient(redis, { watchdogTimeoutMs, keyPrefix }));
   }
 
   const foreignField = `${randomUUID()}:1`;
@@ -216,25 +210,23 @@ describe('losing a held lock', () => {
 describe('losing a held lock while Redis is unreachable', () => {
   let server: RedisInstance;
   let redis: Redis;
-  let locks: LockClient | undefined;
+  const res = testResources(() => server.url);
 
   beforeAll(async () => {
     server = await startRedis();
-    redis = createClient({ url: server.url });
-    redis.on('error', () => {});
-    await redis.connect();
+    redis = await res.connect();
   });
 
   afterAll(async () => {
-    await locks?.close();
-    redis.destroy();
+    await res.closeAll();
     await server.stop();
   });
 
   it('declares the loss by its own clock before the server-side lease can lapse', async () => {
     const watchdogTimeoutMs = 2_000;
-    locks = new LockClient(redis, { watchdogTimeoutMs, keyPrefix: uniquePrefix('loss-pause') });
-    locks.on('error', () => {});
+    const locks = res.track(
+      new LockClient(redis, { watchdogTimeoutMs, keyPrefix: uniquePrefix('loss-pause') }),
+    );
     const lost = recordLockLost(locks);
     const renewFailures: RenewFailedEvent[] = [];
     locks.on('renewFailed', (event) => renewFailures.push(event));
@@ -263,9 +255,7 @@ describe('losing a held lock while Redis is unreachable', () => {
 
     // Once the server-side lease is over, the lock is gone: whatever renewal the frozen server
     // still ran on resuming, the holder's clean-up after the loss removed its field.
-    await new Promise((resolve) =>
-      setTimeout(resolve, acquireStartedAt + watchdogTimeoutMs + 200 - performance.now()),
-    );
+    await sleep(acquireStartedAt + watchdogTimeoutMs + 200 - performance.now());
     await expect(redis.exists(lease.key)).resolves.toBe(0);
     await expect(lease.release()).rejects.toBeInstanceOf(LockNotOwnedError);
   });

@@ -1,30 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from 'redis';
 import { LockClient, LockReentryError, LockTimeoutError, type Lease } from '../../src/index.js';
-import { spawnWorker, type Worker } from '../support/child.js';
+import type { Worker } from '../support/child.js';
 import { uniquePrefix } from '../support/keys.js';
 import { sharedRedis } from '../support/redis-server.js';
+import { testResources, type Redis } from '../support/resources.js';
+import { sleep, within } from '../support/wait.js';
 
 const WORKER = new URL('../support/fixtures/reentrancy-worker.ts', import.meta.url).pathname;
-
-type Redis = ReturnType<typeof createClient>;
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** `promise`, or a rejection after `ms`: a deadlock fails the test instead of hanging it. */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** Resolves once `parties` callers are waiting on it at the same time; fails after 5 s. */
 function barrier(parties: number): () => Promise<void> {
@@ -45,12 +27,11 @@ describe('reentrancy: the owner is the async context of the withLock callback', 
   let redis: Redis;
   let otherRedis: Redis;
   let worker: Worker;
-  let clients: LockClient[] = [];
+  const perFile = testResources(() => url);
+  const res = testResources(() => url);
 
   function lockClient(connection: Redis, keyPrefix: string): LockClient {
-    const locks = new LockClient(connection, { keyPrefix });
-    clients.push(locks);
-    return locks;
+    return res.track(new LockClient(connection, { keyPrefix }));
   }
 
   /** The hold counts stored in the lock's hash, one per owner field. */
@@ -74,26 +55,21 @@ describe('reentrancy: the owner is the async context of the withLock callback', 
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    redis = await createClient({ url }).connect();
-    otherRedis = await createClient({ url }).connect();
-    worker = spawnWorker(WORKER, { REDIS_URL: url, KEY_PREFIX: '' });
+    redis = await perFile.connect();
+    otherRedis = await perFile.connect();
+    worker = perFile.worker(WORKER, { REDIS_URL: url, KEY_PREFIX: '' });
     await worker.next((msg) => msg['type'] === 'ready', 25_000);
   });
 
-  afterEach(async () => {
-    await Promise.all(clients.map((locks) => locks.close()));
-    clients = [];
-  });
+  afterEach(() => res.closeAll());
 
   afterAll(async () => {
     try {
       worker?.send({ type: 'exit' });
     } catch {
-      // Already gone; stop() below reports nothing more.
+      // Already gone; closeAll() below stops it all the same.
     }
-    await worker?.stop();
-    redis?.destroy();
-    otherRedis?.destroy();
+    await perFile.closeAll();
   });
 
   it('re-enters from nested async functions: counts 1, 2, 3 in Redis, unwound 3 -> 2 -> 1 -> deleted, while other owners are blocked', async () => {
@@ -256,7 +232,7 @@ describe('reentrancy: the owner is the async context of the withLock callback', 
           LockReentryError,
         );
         // Another handle on the same lock, from deeper in the async tree (after a timer).
-        await delay(1);
+        await sleep(1);
         const again = locks.lock('report:daily', { reentrant: false });
         await expect(
           within(again.acquire(), 3_000, 'nested acquire of a second handle'),
@@ -288,7 +264,7 @@ describe('reentrancy: the owner is the async context of the withLock callback', 
           inside += 1;
           maxInside = Math.max(maxInside, inside);
           events.push(`${label}:in`);
-          await delay(150);
+          await sleep(150);
           events.push(`${label}:out`);
           inside -= 1;
         };

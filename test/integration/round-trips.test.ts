@@ -1,12 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { randomBytes } from 'node:crypto';
-import { createClient } from 'redis';
 import { LockClient } from '../../src/index.js';
+import { commandsDuring, type WatchedConnection } from '../support/commands-during.js';
 import { uniquePrefix } from '../support/keys.js';
-import { clientAddr, commandsFrom, monitorCommands, type CommandMonitor } from '../support/monitor.js';
+import { clientAddr } from '../support/monitor.js';
 import { sharedRedis } from '../support/redis-server.js';
-
-type Redis = ReturnType<typeof createClient>;
+import { testResources, type Redis } from '../support/resources.js';
 
 describe('round trips of the lock operations', () => {
   let url: string;
@@ -14,36 +12,14 @@ describe('round trips of the lock operations', () => {
   let redis: Redis;
   /** For holding a lock from elsewhere. */
   let otherRedis: Redis;
-  let addr: string;
-  let monitor: CommandMonitor;
-  let clients: LockClient[] = [];
+  /** `redis`, its address and a monitor: what commandsDuring() counts on. */
+  let watched: WatchedConnection;
+  const perFile = testResources(() => url);
+  const res = testResources(() => url);
 
   function lockClient(connection: Redis, keyPrefix = uniquePrefix('round-trips')): LockClient {
     // The default 30 s watchdog: no renewal can go out during a count.
-    const locks = new LockClient(connection, { keyPrefix });
-    clients.push(locks);
-    return locks;
-  }
-
-  /**
-   * The commands `redis`'s connection sent while `action` ran, scripts' own calls excluded.
-   * ECHO markers on the same connection bracket the count: one connection's commands reach
-   * MONITOR in order, so once the closing marker is seen every command before it has been too.
-   */
-  async function commandsDuring(action: () => Promise<void>): Promise<string[][]> {
-    const marker = randomBytes(6).toString('hex');
-    const isMarker = (command: string[], edge: string): boolean =>
-      command[0]?.toUpperCase() === 'ECHO' && command[1] === `${marker}:${edge}`;
-    await redis.sendCommand(['ECHO', `${marker}:start`]);
-    await action();
-    await redis.sendCommand(['ECHO', `${marker}:end`]);
-    const mine = (): string[][] => commandsFrom(monitor.lines, { excludeLua: true, clientAddr: addr });
-    await monitor.waitFor(() => mine().some((command) => isMarker(command, 'end')));
-    const all = mine();
-    const start = all.findIndex((command) => isMarker(command, 'start'));
-    const end = all.findIndex((command) => isMarker(command, 'end'));
-    expect(start).toBeGreaterThanOrEqual(0);
-    return all.slice(start + 1, end);
+    return res.track(new LockClient(connection, { keyPrefix }));
   }
 
   const names = (commands: string[][]): string[] =>
@@ -51,9 +27,9 @@ describe('round trips of the lock operations', () => {
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    redis = await createClient({ url }).connect();
-    otherRedis = await createClient({ url }).connect();
-    addr = await clientAddr(redis);
+    redis = await perFile.connect();
+    otherRedis = await perFile.connect();
+    const addr = await clientAddr(redis);
 
     // Warm-up: the scripts get loaded into the server's cache (NOSCRIPT -> EVAL) before counting.
     const warm = new LockClient(redis, { keyPrefix: uniquePrefix('round-trips-warm') });
@@ -65,23 +41,16 @@ describe('round trips of the lock operations', () => {
     } finally {
       await warm.close();
     }
-    monitor = await monitorCommands(url);
+    watched = { redis, addr, monitor: await perFile.monitor() };
   });
 
-  afterEach(async () => {
-    await Promise.all(clients.map((locks) => locks.close()));
-    clients = [];
-  });
+  afterEach(() => res.closeAll());
 
-  afterAll(async () => {
-    await monitor?.stop();
-    redis?.destroy();
-    otherRedis?.destroy();
-  });
+  afterAll(() => perFile.closeAll());
 
   it('sends exactly two commands for an uncontended acquire() + release(): two EVALSHA', async () => {
     const lock = lockClient(redis).lock('invoice:42');
-    const commands = await commandsDuring(async () => {
+    const commands = await commandsDuring(watched, async () => {
       const lease = await lock.acquire();
       await lease.release();
     });
@@ -96,14 +65,14 @@ describe('round trips of the lock operations', () => {
     const lock = lockClient(redis).lock('invoice:43');
     await lock.withLock(async () => {
       let inner: Awaited<ReturnType<typeof lock.acquire>> | undefined;
-      const acquire = await commandsDuring(async () => {
+      const acquire = await commandsDuring(watched, async () => {
         inner = await lock.acquire();
       });
       expect(names(acquire)).toEqual(['EVALSHA']);
       expect(inner?.holdCount).toBe(2);
       expect(Object.values(await otherRedis.hGetAll(lock.key))).toEqual(['2']);
 
-      const release = await commandsDuring(async () => {
+      const release = await commandsDuring(watched, async () => {
         await inner?.release();
       });
       expect(names(release)).toEqual(['EVALSHA']);
@@ -115,7 +84,7 @@ describe('round trips of the lock operations', () => {
   it('sends exactly two commands for an uncontended withLock', async () => {
     const lock = lockClient(redis).lock('invoice:44');
     let ran = false;
-    const commands = await commandsDuring(async () => {
+    const commands = await commandsDuring(watched, async () => {
       await lock.withLock(() => {
         ran = true;
       });
@@ -130,7 +99,7 @@ describe('round trips of the lock operations', () => {
     const lock = lockClient(redis, prefix).lock('invoice:45');
     const held = await lockClient(otherRedis, prefix).lock('invoice:45').acquire();
     try {
-      const commands = await commandsDuring(async () => {
+      const commands = await commandsDuring(watched, async () => {
         expect(await lock.tryAcquire()).toBeNull();
       });
       expect(names(commands)).toEqual(['EVALSHA']);

@@ -3,33 +3,20 @@
  * back from EVALSHA to EVAL on NOSCRIPT, including the watchdog's renewals of a held lock.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from 'redis';
-import { LockClient, LockLostError, type LockLostEvent } from '../../src/index.js';
+import { LockLostError, type LockLostEvent } from '../../src/index.js';
 import { luaScripts } from '../../src/scripts/generated.js';
 import { uniquePrefix } from '../support/keys.js';
 import { startRedis, type RedisInstance } from '../support/redis-server.js';
+import { testResources, type Redis } from '../support/resources.js';
+import { sleep } from '../support/wait.js';
 
-type Redis = ReturnType<typeof createClient>;
 type ScriptName = keyof typeof luaScripts;
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('after SCRIPT FLUSH', () => {
   let server: RedisInstance;
   let admin: Redis;
-  const clients: Redis[] = [];
-  const lockClients: LockClient[] = [];
-
-  async function lockClient(options?: ConstructorParameters<typeof LockClient>[1]): Promise<LockClient> {
-    const redis = createClient({ url: server.url });
-    redis.on('error', () => {});
-    await redis.connect();
-    clients.push(redis);
-    const locks = new LockClient(redis, options);
-    locks.on('error', () => {});
-    lockClients.push(locks);
-    return locks;
-  }
+  const perFile = testResources(() => server.url);
+  const res = testResources(() => server.url);
 
   async function loaded(names: readonly ScriptName[]): Promise<boolean[]> {
     const shas = names.map((name) => luaScripts[name].sha1);
@@ -54,18 +41,13 @@ describe('after SCRIPT FLUSH', () => {
   beforeAll(async () => {
     // SCRIPT FLUSH is server-wide: never on a server other tests share.
     server = await startRedis();
-    admin = createClient({ url: server.url });
-    admin.on('error', () => {});
-    await admin.connect();
+    admin = await perFile.connect();
   });
 
-  afterEach(async () => {
-    await Promise.all(lockClients.splice(0).map((locks) => locks.close()));
-    for (const client of clients.splice(0)) client.destroy();
-  });
+  afterEach(() => res.closeAll());
 
   afterAll(async () => {
-    admin.destroy();
+    await perFile.closeAll();
     await server.stop();
   });
 
@@ -75,8 +57,8 @@ describe('after SCRIPT FLUSH', () => {
    */
   async function everyOperation(between: () => Promise<void>, checkCache: boolean): Promise<void> {
     const prefix = uniquePrefix('script-flush');
-    const locks = await lockClient({ keyPrefix: prefix });
-    const other = await lockClient({ keyPrefix: prefix });
+    const locks = await res.lockClient({ keyPrefix: prefix });
+    const other = await res.lockClient({ keyPrefix: prefix });
     const lockLost: LockLostEvent[] = [];
     locks.on('lockLost', (event) => lockLost.push(event));
     const lock = locks.lock('invoice:42');
@@ -175,7 +157,7 @@ describe('after SCRIPT FLUSH', () => {
   it('the watchdog keeps renewing a held lock across flushes', async () => {
     const prefix = uniquePrefix('script-flush-renew');
     const key = `${prefix}report:daily`;
-    const locks = await lockClient({ keyPrefix: prefix, watchdogTimeoutMs: 300 });
+    const locks = await res.lockClient({ keyPrefix: prefix, watchdogTimeoutMs: 300 });
     const lockLost: LockLostEvent[] = [];
     locks.on('lockLost', (event) => lockLost.push(event));
     const lease = await locks.lock('report:daily').acquire();
@@ -199,7 +181,7 @@ describe('after SCRIPT FLUSH', () => {
 
   it('forceUnlock after a flush tells the local holder its lock was lost', async () => {
     const prefix = uniquePrefix('script-flush-force');
-    const locks = await lockClient({ keyPrefix: prefix });
+    const locks = await res.lockClient({ keyPrefix: prefix });
     const lock = locks.lock('cart:7');
     const lease = await lock.acquire();
     await flush();

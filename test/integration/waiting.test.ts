@@ -5,99 +5,43 @@
  * subscriber connection.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from 'redis';
 import { LockClient, type Lease } from '../../src/index.js';
-import { spawnWorker, type Worker } from '../support/child.js';
 import { uniquePrefix } from '../support/keys.js';
-import { clientAddr, commandsFrom, monitorCommands, type CommandMonitor } from '../support/monitor.js';
+import { clientAddr, commandsFrom } from '../support/monitor.js';
 import { sharedRedis } from '../support/redis-server.js';
-
-type Redis = ReturnType<typeof createClient>;
+import { channelOf, testResources, type Redis } from '../support/resources.js';
+import { sleep, waitUntil, within } from '../support/wait.js';
 
 const WAITER = new URL('../support/fixtures/waiting-waiter.ts', import.meta.url).pathname;
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-function channelOf(key: string): string {
-  return `redisson_lock__channel:{${key}}`;
-}
-
-async function waitUntil(
-  what: string,
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs = 5_000,
-): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await condition())) {
-    if (performance.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
-    await sleep(5);
-  }
-}
 
 describe('waiting for a lock', () => {
   let url: string;
   let admin: Redis;
-  const clients: Redis[] = [];
-  const lockClients: LockClient[] = [];
-  const workers: Worker[] = [];
-  const monitors: CommandMonitor[] = [];
-
-  async function connect(): Promise<Redis> {
-    const client = createClient({ url });
-    client.on('error', () => {});
-    await client.connect();
-    clients.push(client);
-    return client;
-  }
-
-  function track(locks: LockClient): LockClient {
-    locks.on('error', () => {});
-    lockClients.push(locks);
-    return locks;
-  }
-
-  async function lockClient(options?: ConstructorParameters<typeof LockClient>[1]): Promise<LockClient> {
-    return track(new LockClient(await connect(), options));
-  }
-
-  async function numsub(channel: string): Promise<number> {
-    const reply = await admin.sendCommand<unknown[]>(['PUBSUB', 'NUMSUB', channel]);
-    return Number(reply[1]);
-  }
+  const perFile = testResources(() => url);
+  const res = testResources(() => url);
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    admin = createClient({ url });
-    admin.on('error', () => {});
-    await admin.connect();
+    admin = await perFile.connect();
   });
 
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((worker) => worker.stop()));
-    await Promise.all(monitors.splice(0).map((monitor) => monitor.stop()));
-    await Promise.all(lockClients.splice(0).map((locks) => locks.close()));
-    for (const client of clients.splice(0)) client.destroy();
-  });
+  afterEach(() => res.closeAll());
 
-  afterAll(() => {
-    admin.destroy();
-  });
+  afterAll(() => perFile.closeAll());
 
   it('wakes a waiter in another process within milliseconds of the release, not at the PTTL', async () => {
     const prefix = uniquePrefix('waiting-xproc');
     const name = 'invoice:42';
     const key = prefix + name;
-    const holder = await lockClient({ keyPrefix: prefix });
+    const holder = await res.lockClient({ keyPrefix: prefix });
     const lease = await holder.lock(name).acquire();
     // The watchdog's lease: a waiter woken by the PTTL bound would wait about 30 s.
     expect(Number(await admin.pTTL(key))).toBeGreaterThan(20_000);
 
-    const worker = spawnWorker(WAITER, { REDIS_URL: url, KEY_PREFIX: prefix, LOCK_NAME: name });
-    workers.push(worker);
+    const worker = res.worker(WAITER, { REDIS_URL: url, KEY_PREFIX: prefix, LOCK_NAME: name });
     await worker.next((msg) => msg['type'] === 'ready', 20_000);
     worker.send({ type: 'acquire' });
-    await waitUntil('the worker is subscribed', async () => (await numsub(channelOf(key))) === 1, 10_000);
+    await waitUntil('the worker is subscribed', async () => (await res.numsub(channelOf(key))) === 1, 10_000);
     // Let its post-subscribe attempt come back, so it is parked in its wait.
     await sleep(150);
     expect(worker.messages.some((msg) => msg['type'] === 'acquired')).toBe(false);
@@ -119,14 +63,13 @@ describe('waiting for a lock', () => {
     const prefix = uniquePrefix('waiting-fifo');
     const key = `${prefix}coupon:7`;
     const channel = channelOf(key);
-    const holder = await lockClient({ keyPrefix: prefix });
+    const holder = await res.lockClient({ keyPrefix: prefix });
     const lease = await holder.lock('coupon:7').acquire();
 
-    const waitersRedis = await connect();
-    const locks = track(new LockClient(waitersRedis, { keyPrefix: prefix }));
+    const waitersRedis = await res.connect();
+    const locks = res.track(new LockClient(waitersRedis, { keyPrefix: prefix }));
     const waitersAddr = await clientAddr(waitersRedis);
-    const monitor = await monitorCommands(url);
-    monitors.push(monitor);
+    const monitor = await res.monitor();
 
     const lock = locks.lock('coupon:7');
     const order: number[] = [];
@@ -155,7 +98,7 @@ describe('waiting for a lock', () => {
     );
     await sleep(50);
     expect(order).toEqual([]);
-    expect(await numsub(channel)).toBe(1);
+    expect(await res.numsub(channel)).toBe(1);
     const subscribes = commandsFrom(monitor.lines, { excludeLua: true }).filter(
       (cmd) => cmd[0]?.toUpperCase() === 'SUBSCRIBE' && cmd.includes(channel),
     );
@@ -167,7 +110,7 @@ describe('waiting for a lock', () => {
     expect(mostInside).toBe(1);
     expect(fieldCounts).toEqual(Array.from({ length: 10 }, () => 1));
     // Still the one subscription, kept for the linger.
-    expect(await numsub(channel)).toBe(1);
+    expect(await res.numsub(channel)).toBe(1);
     expect(await admin.exists(key)).toBe(0);
   });
 
@@ -175,10 +118,9 @@ describe('waiting for a lock', () => {
     const prefix = uniquePrefix('waiting-churn');
     const key = `${prefix}cart:9`;
     const channel = channelOf(key);
-    const locks = await lockClient({ keyPrefix: prefix });
+    const locks = await res.lockClient({ keyPrefix: prefix });
     const lock = locks.lock('cart:9');
-    const monitor = await monitorCommands(url);
-    monitors.push(monitor);
+    const monitor = await res.monitor();
 
     let inside = 0;
     let mostInside = 0;
@@ -214,7 +156,7 @@ describe('waiting for a lock', () => {
     // Four owners contending for 200 rounds certainly waited, so exactly one subscription.
     expect(subscribes).toHaveLength(1);
     expect(unsubscribes).toHaveLength(0);
-    expect(await numsub(channel)).toBe(1);
+    expect(await res.numsub(channel)).toBe(1);
   });
 
   it('wakes a waiter by the PTTL bound when the lock expires without a publish', async () => {
@@ -225,7 +167,7 @@ describe('waiting for a lock', () => {
     await admin.pExpire(key, 300);
     const startedAt = performance.now();
 
-    const locks = await lockClient({ keyPrefix: prefix });
+    const locks = await res.lockClient({ keyPrefix: prefix });
     const lease = await locks.lock('report:daily').acquire();
     const waitedMs = performance.now() - startedAt;
     expect(waitedMs).toBeGreaterThanOrEqual(250);
@@ -237,44 +179,51 @@ describe('waiting for a lock', () => {
   });
 
   describe('after CLIENT KILL TYPE pubsub', () => {
-    async function killedSubscriberScenario(releaseWhen: 'at-once' | 'after-resubscribe'): Promise<number> {
-      const prefix = uniquePrefix(`waiting-kill-${releaseWhen}`);
-      const key = `${prefix}order:5`;
-      const channel = channelOf(key);
-      const holder = await lockClient({ keyPrefix: prefix });
-      const lease = await holder.lock('order:5').acquire();
-      const waiters = await lockClient({ keyPrefix: prefix });
-
+    /**
+     * Starts an acquire of `name` and returns once it is parked on `channel`. `acquiredAt()` is
+     * when the acquire resolved (performance.now()), undefined until then.
+     */
+    async function parkedWaiter(
+      locks: LockClient,
+      name: string,
+      channel: string,
+    ): Promise<{ waiting: Promise<Lease>; acquiredAt: () => number | undefined }> {
       let acquiredAt: number | undefined;
-      const waiting = waiters
-        .lock('order:5')
+      const waiting = locks
+        .lock(name)
         .acquire()
         .then((mine) => {
           acquiredAt = performance.now();
           return mine;
         });
-      await waitUntil('the waiter is subscribed', async () => (await numsub(channel)) === 1);
+      await waitUntil('the waiter is subscribed', async () => (await res.numsub(channel)) === 1);
       await sleep(50);
+      return { waiting, acquiredAt: () => acquiredAt };
+    }
+
+    async function killedSubscriberScenario(releaseWhen: 'at-once' | 'after-resubscribe'): Promise<number> {
+      const prefix = uniquePrefix(`waiting-kill-${releaseWhen}`);
+      const key = `${prefix}order:5`;
+      const channel = channelOf(key);
+      const holder = await res.lockClient({ keyPrefix: prefix });
+      const lease = await holder.lock('order:5').acquire();
+      const waiters = await res.lockClient({ keyPrefix: prefix });
+      const waiter = await parkedWaiter(waiters, 'order:5', channel);
 
       const killed = Number(await admin.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']));
       expect(killed).toBeGreaterThanOrEqual(1);
       if (releaseWhen === 'after-resubscribe') {
-        await waitUntil('the subscriber is back', async () => (await numsub(channel)) === 1);
+        await waitUntil('the subscriber is back', async () => (await res.numsub(channel)) === 1);
       }
-      expect(acquiredAt).toBeUndefined();
+      expect(waiter.acquiredAt()).toBeUndefined();
       const releasedAt = performance.now();
       await lease.release();
-      const mine = await Promise.race([
-        waiting,
-        sleep(3_000).then(() => {
-          throw new Error('the waiter did not recover from the killed subscriber within 3 s');
-        }),
-      ]);
-      const latencyMs = (acquiredAt ?? Number.POSITIVE_INFINITY) - releasedAt;
+      const mine = await within(waiter.waiting, 3_000, 'the waiter recovering from the killed subscriber');
+      const latencyMs = (waiter.acquiredAt() ?? Number.POSITIVE_INFINITY) - releasedAt;
       await mine.release();
       expect(await admin.exists(key)).toBe(0);
       // The subscription is restored for later waiters too.
-      await waitUntil('the subscription is restored', async () => (await numsub(channel)) === 1);
+      await waitUntil('the subscription is restored', async () => (await res.numsub(channel)) === 1);
       return latencyMs;
     }
 
@@ -290,17 +239,8 @@ describe('waiting for a lock', () => {
       // reconnect can wake the waiter in time.
       await admin.hSet(key, 'foreign-client:1', '1');
       await admin.pExpire(key, 30_000);
-      const waiters = await lockClient({ keyPrefix: prefix });
-      let acquiredAt: number | undefined;
-      const waiting = waiters
-        .lock('order:6')
-        .acquire()
-        .then((mine) => {
-          acquiredAt = performance.now();
-          return mine;
-        });
-      await waitUntil('the waiter is subscribed', async () => (await numsub(channel)) === 1);
-      await sleep(50);
+      const waiters = await res.lockClient({ keyPrefix: prefix });
+      const waiter = await parkedWaiter(waiters, 'order:6', channel);
 
       // Killed, freed and published to in one transaction: the unlock message reaches nobody.
       const releasedAt = performance.now();
@@ -314,13 +254,8 @@ describe('waiting for a lock', () => {
       expect(Number(replies[1])).toBe(1);
       expect(Number(replies[2])).toBe(0);
 
-      const mine = await Promise.race([
-        waiting,
-        sleep(3_000).then(() => {
-          throw new Error('the waiter did not re-check after its subscriber reconnected');
-        }),
-      ]);
-      expect((acquiredAt ?? Number.POSITIVE_INFINITY) - releasedAt).toBeLessThan(1_000);
+      const mine = await within(waiter.waiting, 3_000, 'the re-check after the subscriber reconnected');
+      expect((waiter.acquiredAt() ?? Number.POSITIVE_INFINITY) - releasedAt).toBeLessThan(1_000);
       await mine.release();
       expect(await admin.exists(key)).toBe(0);
     });
@@ -334,24 +269,24 @@ describe('waiting for a lock', () => {
     const prefix = uniquePrefix('waiting-linger');
     const key = `${prefix}batch:1`;
     const channel = channelOf(key);
-    const holder = await lockClient({ keyPrefix: prefix });
+    const holder = await res.lockClient({ keyPrefix: prefix });
     const lease = await holder.lock('batch:1').acquire();
-    const brief = await lockClient({ keyPrefix: prefix, subscriptionLingerMs: 50 });
-    const lasting = await lockClient({ keyPrefix: prefix });
+    const brief = await res.lockClient({ keyPrefix: prefix, subscriptionLingerMs: 50 });
+    const lasting = await res.lockClient({ keyPrefix: prefix });
 
     const briefWait = brief.lock('batch:1').acquire({ waitMs: 400 });
     briefWait.catch(() => undefined);
-    await waitUntil('the short-linger client is subscribed', async () => (await numsub(channel)) === 1);
+    await waitUntil('the short-linger client is subscribed', async () => (await res.numsub(channel)) === 1);
     await expect(briefWait).rejects.toMatchObject({ code: 'ACQUIRE_TIMEOUT' });
     await sleep(200);
-    expect(await numsub(channel)).toBe(0);
+    expect(await res.numsub(channel)).toBe(0);
 
     // The default linger (5 s) keeps it, for contrast.
     await expect(lasting.lock('batch:1').acquire({ waitMs: 100 })).rejects.toMatchObject({
       code: 'ACQUIRE_TIMEOUT',
     });
     await sleep(200);
-    expect(await numsub(channel)).toBe(1);
+    expect(await res.numsub(channel)).toBe(1);
     await lease.release();
   });
 });

@@ -1,19 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from 'redis';
 import { LockClient, LockLostError, type Lease } from '../../src/index.js';
 import { luaScripts } from '../../src/scripts/generated.js';
 import { uniquePrefix } from '../support/keys.js';
-import { clientAddr, commandsFrom, monitorCommands, type CommandMonitor } from '../support/monitor.js';
+import { clientAddr, commandsFrom } from '../support/monitor.js';
 import { sharedRedis } from '../support/redis-server.js';
-
-type Redis = ReturnType<typeof createClient>;
+import { testResources, type Redis } from '../support/resources.js';
+import { sleep } from '../support/wait.js';
 
 const RENEW_SHA = luaScripts['lock/renew'].sha1;
 const RELEASE_SHA = luaScripts['lock/release'].sha1;
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 interface TimedCommand {
   /** Server time of the command, in ms (from the MONITOR line). */
@@ -47,43 +42,30 @@ describe('watchdog', () => {
   let redis: Redis;
   let observer: Redis;
   let addr: string;
-  const opened: LockClient[] = [];
-  const monitors: CommandMonitor[] = [];
+  const perFile = testResources(() => url);
+  const res = testResources(() => url);
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    redis = await createClient({ url }).connect();
-    observer = await createClient({ url }).connect();
+    redis = await perFile.connect();
+    observer = await perFile.connect();
     addr = await clientAddr(redis);
   });
 
-  afterEach(async () => {
-    await Promise.all(opened.splice(0).map((locks) => locks.close()));
-    await Promise.all(monitors.splice(0).map((monitor) => monitor.stop()));
-  });
+  afterEach(() => res.closeAll());
 
-  afterAll(() => {
-    redis.destroy();
-    observer.destroy();
-  });
+  afterAll(() => perFile.closeAll());
 
+  /** All on the one connection `redis`, whose commands the tests count. */
   function lockClient(watchdogTimeoutMs: number, label: string): LockClient {
-    const locks = new LockClient(redis, { watchdogTimeoutMs, keyPrefix: uniquePrefix(label) });
-    opened.push(locks);
-    return locks;
-  }
-
-  async function monitor(): Promise<CommandMonitor> {
-    const started = await monitorCommands(url);
-    monitors.push(started);
-    return started;
+    return res.track(new LockClient(redis, { watchdogTimeoutMs, keyPrefix: uniquePrefix(label) }));
   }
 
   it('keeps a lock without leaseMs alive for many leases, and stops renewing it at release', async () => {
     const watchdogTimeoutMs = 300;
     const locks = lockClient(watchdogTimeoutMs, 'wd-keep');
     const lock = locks.lock('report:daily');
-    const commands = await monitor();
+    const commands = await res.monitor();
 
     const lease = await lock.acquire();
     const heldUntil = performance.now() + 5 * watchdogTimeoutMs;
@@ -92,7 +74,7 @@ describe('watchdog', () => {
     while (performance.now() < heldUntil) {
       minPttl = Math.min(minPttl, await observer.pTTL(lock.key));
       samples += 1;
-      await delay(20);
+      await sleep(20);
     }
     // -2 (no key) or 0 would mean the lease lapsed at some point while the lock was held.
     expect(samples).toBeGreaterThan(10);
@@ -101,7 +83,7 @@ describe('watchdog', () => {
 
     await lease.release();
     expect(await observer.exists(lock.key)).toBe(0);
-    await delay(3 * (watchdogTimeoutMs / 3) + 100);
+    await sleep(3 * (watchdogTimeoutMs / 3) + 100);
     // Commands of one connection reach MONITOR in the order the server ran them, so a renewal
     // sent before the release shows up before it and one sent after shows up after it.
     await commands.waitFor((lines) =>
@@ -120,7 +102,7 @@ describe('watchdog', () => {
   it('never renews a lock taken with leaseMs, which then expires', async () => {
     const locks = lockClient(300, 'wd-lease');
     const lock = locks.lock('coupon:spring');
-    const commands = await monitor();
+    const commands = await res.monitor();
     const lost: LockLostError[] = [];
     locks.on('lockLost', (event) => lost.push(event.error));
 
@@ -130,12 +112,12 @@ describe('watchdog', () => {
     expect(pttl).toBeGreaterThan(0);
     expect(pttl).toBeLessThanOrEqual(400);
 
-    await delay(Math.max(0, acquiredAt + 200 - performance.now()));
+    await sleep(Math.max(0, acquiredAt + 200 - performance.now()));
     expect(lease.signal.aborted).toBe(false);
     expect(await observer.exists(lock.key)).toBe(1);
 
     // Well past the lease and three watchdog intervals of the client.
-    await delay(Math.max(0, acquiredAt + 700 - performance.now()));
+    await sleep(Math.max(0, acquiredAt + 700 - performance.now()));
     expect(await observer.exists(lock.key)).toBe(0);
     expect(lease.signal.aborted).toBe(true);
     const reason: unknown = lease.signal.reason;
@@ -161,9 +143,9 @@ describe('watchdog', () => {
     const keys = leases.map((lease) => lease.key);
     expect(new Set(keys).size).toBe(count);
 
-    const commands = await monitor();
+    const commands = await res.monitor();
     const watchStartedAt = performance.now();
-    await delay(4 * intervalMs + 100);
+    await sleep(4 * intervalMs + 100);
     const pttls = await Promise.all(keys.map((key) => observer.pTTL(key)));
     const watchedMs = performance.now() - watchStartedAt;
     await commands.stop();

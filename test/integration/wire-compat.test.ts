@@ -1,11 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { createClient } from 'redis';
 import { LockClient, LockTimeoutError } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
 import { sharedRedis } from '../support/redis-server.js';
-
-type Redis = ReturnType<typeof createClient>;
+import { testResources, type Redis } from '../support/resources.js';
+import { sleep, waitUntil } from '../support/wait.js';
 
 /** What Redisson's RLock runs to take a lock (RedissonLock.tryLockInnerAsync). */
 const REDISSON_TRY_LOCK = `
@@ -44,16 +43,14 @@ describe('wire compatibility with Redisson RLock', () => {
   /** The fake Java client: raw commands on a connection latchkey does not use. */
   let java: Redis;
   let redis: Redis;
-  let clients: LockClient[] = [];
-  let subscribers: Redis[] = [];
+  const perFile = testResources(() => url);
+  const res = testResources(() => url);
 
   /** A Redisson client identity: `<uuid>:<threadId>`. */
   const javaField = `${randomUUID()}:1`;
 
   function lockClient(keyPrefix: string): LockClient {
-    const locks = new LockClient(redis, { keyPrefix, watchdogTimeoutMs: WATCHDOG_TIMEOUT_MS });
-    clients.push(locks);
-    return locks;
+    return res.track(new LockClient(redis, { keyPrefix, watchdogTimeoutMs: WATCHDOG_TIMEOUT_MS }));
   }
 
   /** Holds `key` as Redisson does: HINCRBY owner 1 + PEXPIRE 30 s. */
@@ -73,9 +70,7 @@ describe('wire compatibility with Redisson RLock', () => {
   }
 
   async function subscribe(channel: string): Promise<Array<[string, string]>> {
-    const subscriber = java.duplicate();
-    subscribers.push(subscriber);
-    await subscriber.connect();
+    const subscriber = await res.connect();
     const messages: Array<[string, string]> = [];
     await subscriber.subscribe(channel, (message, from) => {
       messages.push([message, from]);
@@ -83,39 +78,15 @@ describe('wire compatibility with Redisson RLock', () => {
     return messages;
   }
 
-  async function waitUntil(
-    what: string,
-    check: () => boolean | Promise<boolean>,
-    timeoutMs = 5_000,
-  ): Promise<void> {
-    const deadline = performance.now() + timeoutMs;
-    while (!(await check())) {
-      if (performance.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  }
-
-  async function numsub(channel: string): Promise<number> {
-    return Number((await java.pubSubNumSub(channel))[channel] ?? 0);
-  }
-
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    java = await createClient({ url }).connect();
-    redis = await createClient({ url }).connect();
+    java = await perFile.connect();
+    redis = await perFile.connect();
   });
 
-  afterEach(async () => {
-    await Promise.all(clients.map((locks) => locks.close()));
-    clients = [];
-    for (const subscriber of subscribers) subscriber.destroy();
-    subscribers = [];
-  });
+  afterEach(() => res.closeAll());
 
-  afterAll(() => {
-    java?.destroy();
-    redis?.destroy();
-  });
+  afterAll(() => perFile.closeAll());
 
   it("a Redisson client's hold blocks latchkey and is left as it was", async () => {
     const locks = lockClient(uniquePrefix('wire-block'));
@@ -147,8 +118,11 @@ describe('wire compatibility with Redisson RLock', () => {
       return lease;
     });
     // Waiting means subscribed to Redisson's channel for this key.
-    await waitUntil('latchkey subscribed to the unlock channel', async () => (await numsub(channel)) === 1);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await waitUntil(
+      'latchkey subscribed to the unlock channel',
+      async () => (await res.numsub(channel)) === 1,
+    );
+    await sleep(50);
     expect(resolvedAt).toBeUndefined();
     expect(await java.pTTL(lock.key)).toBeGreaterThan(REDISSON_LEASE_MS - 5_000);
 
@@ -222,7 +196,7 @@ describe('wire compatibility with Redisson RLock', () => {
     // Now Java holds it: latchkey is refused, and Redisson's own unlock script wakes a waiter.
     expect(await lock.tryAcquire()).toBeNull();
     const acquiring = lock.acquire({ waitMs: 20_000 });
-    await waitUntil('latchkey subscribed', async () => (await numsub(redissonChannel(lock.key))) === 1);
+    await waitUntil('latchkey subscribed', async () => (await res.numsub(redissonChannel(lock.key))) === 1);
     const unlockedAt = performance.now();
     const unlocked = await java.sendCommand([
       'EVAL',
@@ -259,7 +233,7 @@ describe('wire compatibility with Redisson RLock', () => {
       // Redisson -> latchkey: a waiter listens on that same channel and is woken by it.
       await javaHold(lock.key);
       const acquiring = lock.acquire({ waitMs: 20_000 });
-      await waitUntil('latchkey subscribed', async () => (await numsub(channel)) === 2);
+      await waitUntil('latchkey subscribed', async () => (await res.numsub(channel)) === 2);
       await javaRelease(lock.key);
       const releasedAt = performance.now();
       const next = await acquiring;

@@ -2,7 +2,6 @@
 // that: MONITOR shows no command from the client's connection while all of it runs.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import { createClient } from 'redis';
 import {
   InvalidArgumentError,
   LockClient,
@@ -20,11 +19,12 @@ import {
   type LockOptions,
   type LockRedisClient,
 } from '../../src/index.js';
+import { commandsDuring, type WatchedConnection } from '../support/commands-during.js';
 import { uniquePrefix } from '../support/keys.js';
-import { clientAddr, commandsFrom, monitorCommands, type CommandMonitor } from '../support/monitor.js';
+import { clientAddr, commandsFrom, type CommandMonitor } from '../support/monitor.js';
 import { sharedRedis } from '../support/redis-server.js';
-
-type Redis = ReturnType<typeof createClient>;
+import { testResources, type Redis } from '../support/resources.js';
+import { sleep } from '../support/wait.js';
 
 /** A bad value, its description, and what the message must mention (the option, what arrived). */
 type Case = readonly [label: string, value: unknown, mentions: readonly string[]];
@@ -204,13 +204,13 @@ describe('validation: bad input is rejected before any Redis command', () => {
   const connectionName = `lk-validation-${randomBytes(4).toString('hex')}`;
   let addr: string;
   let monitor: CommandMonitor;
-  let clients: LockClient[] = [];
+  /** `redis`, its address and `monitor`: what commandsDuring() counts on. */
+  let watched: WatchedConnection;
+  const perFile = testResources(() => url);
+  const res = testResources(() => url);
 
   function lockClient(options: LockClientOptions = {}): LockClient {
-    const locks = new LockClient(redis, { keyPrefix: uniquePrefix('validation'), ...options });
-    locks.on('error', () => {});
-    clients.push(locks);
-    return locks;
+    return res.track(new LockClient(redis, { keyPrefix: uniquePrefix('validation'), ...options }));
   }
 
   /** Connections named as ours: a subscriber opened by `duplicate()` carries the same name. */
@@ -220,42 +220,24 @@ describe('validation: bad input is rejected before any Redis command', () => {
 
   /** Runs `action` and asserts that `redis`'s connection sent nothing meanwhile (ECHO markers bracket it). */
   async function expectNoCommands(action: () => Promise<void>): Promise<void> {
-    const marker = randomBytes(6).toString('hex');
-    const isMarker = (command: string[], edge: string): boolean =>
-      command[0]?.toUpperCase() === 'ECHO' && command[1] === `${marker}:${edge}`;
     const connectionsBefore = await ourConnections();
-    await redis.sendCommand(['ECHO', `${marker}:start`]);
-    await action();
-    await redis.sendCommand(['ECHO', `${marker}:end`]);
-    const mine = (): string[][] => commandsFrom(monitor.lines, { clientAddr: addr });
-    await monitor.waitFor(() => mine().some((command) => isMarker(command, 'end')));
-    const all = mine();
-    const start = all.findIndex((command) => isMarker(command, 'start'));
-    const end = all.findIndex((command) => isMarker(command, 'end'));
-    expect(start).toBeGreaterThanOrEqual(0);
-    expect(all.slice(start + 1, end)).toEqual([]);
+    expect(await commandsDuring(watched, action)).toEqual([]);
     // Nor was a subscriber connection opened.
     expect(await ourConnections()).toBe(connectionsBefore);
   }
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    redis = await createClient({ url, name: connectionName }).connect();
-    stats = await createClient({ url }).connect();
+    redis = await perFile.connect({ name: connectionName });
+    stats = await perFile.connect();
     addr = await clientAddr(redis);
-    monitor = await monitorCommands(url);
+    monitor = await perFile.monitor();
+    watched = { redis, addr, monitor };
   });
 
-  afterEach(async () => {
-    await Promise.all(clients.map((locks) => locks.close()));
-    clients = [];
-  });
+  afterEach(() => res.closeAll());
 
-  afterAll(async () => {
-    await monitor?.stop();
-    redis?.destroy();
-    stats?.destroy();
-  });
+  afterAll(() => perFile.closeAll());
 
   it('the monitor sees commands of the client connection (the zero counts below can fail)', async () => {
     const marker = randomBytes(6).toString('hex');
@@ -416,7 +398,7 @@ describe('validation: bad input is rejected before any Redis command', () => {
     const untilAborted = async (signal: AbortSignal): Promise<void> => {
       const deadline = performance.now() + 5_000;
       while (!signal.aborted && performance.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await sleep(20);
       }
       expect(signal.aborted).toBe(true);
     };

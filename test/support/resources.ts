@@ -1,0 +1,105 @@
+/**
+ * What integration tests open on a Redis server — connections, LockClients, MONITOR sockets,
+ * worker processes — tracked so that one closeAll() in afterEach (or afterAll, for what a
+ * file opens once) closes all of it.
+ *
+ * Connections and LockClients get an 'error' listener that ignores the error: tests that
+ * break servers or connections must not crash on it, and the tests' own assertions say what
+ * went wrong.
+ */
+import { createClient } from 'redis';
+import { LockClient, type LockClientOptions } from '../../src/index.js';
+import { spawnWorker, type Worker } from './child.js';
+import { monitorCommands, type CommandMonitor } from './monitor.js';
+
+function newClient(options: { url: string; name?: string }) {
+  return createClient(options);
+}
+
+/** The type of a client createClient({ url }) returns. */
+export type Redis = ReturnType<typeof newClient>;
+
+/** The unlock channel of a lock key without a hash tag, spelt out as Redisson does. */
+export function channelOf(key: string): string {
+  return `redisson_lock__channel:{${key}}`;
+}
+
+export interface ConnectOptions {
+  /** Default: the url the resources were created with. */
+  readonly url?: string;
+  /** CLIENT SETNAME for the connection. */
+  readonly name?: string;
+}
+
+export interface TestResources {
+  /** A new connected client (default: to the resources' url). */
+  connect(options?: ConnectOptions): Promise<Redis>;
+  /** Closes `locks` in closeAll(); ignores its 'error' events. */
+  track(locks: LockClient): LockClient;
+  /** A LockClient on a connection of its own. */
+  lockClient(options?: LockClientOptions): Promise<LockClient>;
+  /** PUBSUB NUMSUB for one channel, on a connection opened for it on first use. */
+  numsub(channel: string): Promise<number>;
+  /** MONITOR on the resources' url, confirmed before this resolves. */
+  monitor(): Promise<CommandMonitor>;
+  /** spawnWorker(), killed in closeAll() if it still runs. */
+  worker(scriptPath: string, env?: Record<string, string>): Worker;
+  /** Stops workers and monitors, closes LockClients, then destroys connections. */
+  closeAll(): Promise<void>;
+}
+
+/** `url` is read on use, so it may be set later, in beforeAll. */
+export function testResources(url: () => string): TestResources {
+  const workers: Worker[] = [];
+  const monitors: CommandMonitor[] = [];
+  const lockClients: LockClient[] = [];
+  const clients: Redis[] = [];
+  let numsubClient: Promise<Redis> | undefined;
+
+  async function connect(options: ConnectOptions = {}): Promise<Redis> {
+    const client = newClient({
+      url: options.url ?? url(),
+      ...(options.name === undefined ? {} : { name: options.name }),
+    });
+    client.on('error', () => {});
+    await client.connect();
+    clients.push(client);
+    return client;
+  }
+
+  function track(locks: LockClient): LockClient {
+    locks.on('error', () => {});
+    lockClients.push(locks);
+    return locks;
+  }
+
+  return {
+    connect,
+    track,
+    async lockClient(options?: LockClientOptions): Promise<LockClient> {
+      return track(new LockClient(await connect(), options));
+    },
+    async numsub(channel: string): Promise<number> {
+      numsubClient ??= connect();
+      const reply = await (await numsubClient).sendCommand<unknown[]>(['PUBSUB', 'NUMSUB', channel]);
+      return Number(reply[1]);
+    },
+    async monitor(): Promise<CommandMonitor> {
+      const started = await monitorCommands(url());
+      monitors.push(started);
+      return started;
+    },
+    worker(scriptPath: string, env?: Record<string, string>): Worker {
+      const worker = spawnWorker(scriptPath, env);
+      workers.push(worker);
+      return worker;
+    },
+    async closeAll(): Promise<void> {
+      await Promise.all(workers.splice(0).map((worker) => worker.stop()));
+      await Promise.all(monitors.splice(0).map((monitor) => monitor.stop()));
+      await Promise.all(lockClients.splice(0).map((locks) => locks.close()));
+      numsubClient = undefined;
+      for (const client of clients.splice(0)) client.destroy();
+    },
+  };
+}
