@@ -37,11 +37,12 @@ const DEFAULT_SUBSCRIPTION_LINGER_MS = 5_000;
 /** Keys per renewal call: 10,000 held locks renew in 20 calls. */
 const RENEW_BATCH_SIZE = 500;
 /**
- * How long a last release is retried. Its request key is kept this long plus the command
- * timeout plus 2 s, so any copy of it still finds the key; short, as every last release
- * writes one.
+ * How long a last release is retried: twice the command timeout, within these bounds. Its
+ * request key is kept that long plus the command timeout plus 2 s, so any copy of the call
+ * still finds it; short, as every last release writes one.
  */
-const RELEASE_RETRY_MS = 8_000;
+const RELEASE_RETRY_MIN_MS = 1_000;
+const RELEASE_RETRY_MAX_MS = 8_000;
 /** How long a cancelled acquire stays refused: past any late copy of it (rare, so generous). */
 const CANCEL_RECORD_TTL_MS = 60_000;
 
@@ -116,6 +117,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly #keyPrefix: string;
   readonly #watchdogTimeoutMs: number;
   readonly #commandTimeoutMs: number;
+  readonly #releaseRetryMs: number;
   readonly #releaseRecordTtlMs: number;
   /** Holds of this client by chain id (lock key + owner field), while count > 0. */
   readonly #holds = new Map<string, Hold>();
@@ -145,7 +147,11 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       given.commandTimeoutMs === undefined
         ? DEFAULT_COMMAND_TIMEOUT_MS
         : checkDuration('commandTimeoutMs', given.commandTimeoutMs, 1);
-    this.#releaseRecordTtlMs = RELEASE_RETRY_MS + this.#commandTimeoutMs + 2_000;
+    this.#releaseRetryMs = Math.min(
+      RELEASE_RETRY_MAX_MS,
+      Math.max(RELEASE_RETRY_MIN_MS, 2 * this.#commandTimeoutMs),
+    );
+    this.#releaseRecordTtlMs = this.#releaseRetryMs + this.#commandTimeoutMs + 2_000;
     const lingerMs =
       given.subscriptionLingerMs === undefined
         ? DEFAULT_SUBSCRIPTION_LINGER_MS
@@ -519,7 +525,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         // and for a last release only while its request key is sure to be there.
         const retryUntil = Math.min(
           hold.validUntil,
-          expected === 1 ? sentAt + RELEASE_RETRY_MS : Number.POSITIVE_INFINITY,
+          expected === 1 ? sentAt + this.#releaseRetryMs : Number.POSITIVE_INFINITY,
         );
         let reply: unknown;
         try {
