@@ -1,5 +1,4 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createClient } from 'redis';
 import type { LockError } from '../../src/index.js';
 import {
   ClientClosedError,
@@ -7,42 +6,36 @@ import {
   LockLostError,
   LockNotOwnedError,
   type AcquiredEvent,
+  type LockClientOptions,
   type LockLostEvent,
   type ReleasedEvent,
 } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
 import { sharedRedis } from '../support/redis-server.js';
-
-type Redis = ReturnType<typeof createClient>;
+import { testResources, type Redis } from '../support/resources.js';
+import { sleep } from '../support/wait.js';
 
 describe('Lock and Lease API', () => {
   let url: string;
+  /** The user's client, shared by the LockClients under test. */
   let redis: Redis;
   let admin: Redis;
-  let open: LockClient[] = [];
+  const perFile = testResources(() => url);
+  const res = testResources(() => url);
 
-  function lockClient(options: ConstructorParameters<typeof LockClient>[1] = {}): LockClient {
-    const locks = new LockClient(redis, { keyPrefix: uniquePrefix('lock-api'), ...options });
-    locks.on('error', () => {});
-    open.push(locks);
-    return locks;
+  function lockClient(options: LockClientOptions = {}): LockClient {
+    return res.track(new LockClient(redis, { keyPrefix: uniquePrefix('lock-api'), ...options }));
   }
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    redis = await createClient({ url }).connect();
-    admin = await createClient({ url }).connect();
+    redis = await perFile.connect();
+    admin = await perFile.connect();
   });
 
-  afterEach(async () => {
-    await Promise.all(open.map((locks) => locks.close()));
-    open = [];
-  });
+  afterEach(() => res.closeAll());
 
-  afterAll(async () => {
-    await redis.close();
-    await admin.close();
-  });
+  afterAll(() => perFile.closeAll());
 
   it('reports isLocked, remainingTtlMs and forceUnlock truthfully', async () => {
     const lock = lockClient({ watchdogTimeoutMs: 5_000 }).lock('invoice:7');
@@ -172,7 +165,7 @@ describe('Lock and Lease API', () => {
       .acquire()
       .catch((e: unknown) => e);
     // Let the waiter subscribe and queue.
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
 
     await waiterClient.close();
     expect(await waiting).toBeInstanceOf(ClientClosedError);
