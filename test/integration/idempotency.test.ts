@@ -242,4 +242,34 @@ describe('idempotent retries of requests with an unknown outcome', () => {
       expect(await admin.exists(key)).toBe(0);
     });
   });
+
+  describe('a last release that Redis could not confirm', () => {
+    it('rejects with REDIS_ERROR, and a second release() reports what the first one did', async () => {
+      const keyPrefix = uniquePrefix('release-retry');
+      // A last release is retried for twice the command timeout, at least 1 s.
+      const locks = await res.lockClient({ keyPrefix, commandTimeoutMs: 100 });
+      // The 30 s watchdog lease outlives the pause: the lock is still there when Redis is back.
+      const lease = await locks.lock('invoice:77').acquire();
+      const key = lease.key;
+
+      await server.pause();
+      let first: Awaited<ReturnType<typeof settle<void>>>;
+      try {
+        first = await settle(lease.release());
+      } finally {
+        await server.resume();
+      }
+      expect(first.error).toBeInstanceOf(LockError);
+      expect((first.error as LockError).code).toBe('REDIS_ERROR');
+      expect(lease.released).toBe(false);
+
+      // On resume the buffered release runs: the lock is deleted and the request recorded.
+      await waitUntil('the buffered release ran', async () => (await admin.exists(key)) === 0, 2_000);
+
+      // Asked again, the same request is sent: its record says "released", not "not the owner".
+      await expect(lease.release()).resolves.toBeUndefined();
+      expect(lease.released).toBe(true);
+      expect(lease.signal.aborted).toBe(false);
+    });
+  });
 });
