@@ -11,7 +11,7 @@ import {
 } from './errors.js';
 import { chainId, Hold, OperationChains } from './hold.js';
 import { lockKey, requestKey, unlockChannel } from './keys.js';
-import { Lease } from './lease.js';
+import { Lease, type LeaseHost } from './lease.js';
 import { Lock, type LockCore, type LockTarget } from './locks/lock.js';
 import type { LockClientEvents, LockClientOptions, LockOptions } from './options.js';
 import { UnlockSubscriptions } from './pubsub.js';
@@ -125,6 +125,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly #watchdog: Watchdog;
   readonly #subscriptions: UnlockSubscriptions;
   readonly #core: LockCore;
+  readonly #leaseHost: LeaseHost = { release: (hold) => this.#release(hold) };
   #closed = false;
 
   /**
@@ -173,7 +174,6 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     );
     this.#core = {
       clientId: this.#clientId,
-      watchdogTimeoutMs: this.#watchdogTimeoutMs,
       assertOpen: () => this.#assertOpen(),
       acquire: (target, field, waitMs, leaseMs, signal) =>
         this.#acquire(target, field, waitMs, leaseMs, signal),
@@ -395,7 +395,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   }
 
   async #granted(hold: Hold, startedAt: number, signal: AbortSignal | undefined): Promise<Lease> {
-    const lease = new Lease(hold, { release: (h) => this.#release(h) });
+    const lease = new Lease(hold, this.#leaseHost);
     if (this.#closed || signal?.aborted === true) {
       // Granted after the caller gave up: hand the lock straight back.
       await lease.release().catch(() => undefined);

@@ -17,7 +17,6 @@ export interface LockTarget {
 /** @internal What a {@link Lock} needs from its {@link LockClient}. */
 export interface LockCore {
   readonly clientId: string;
-  readonly watchdogTimeoutMs: number;
   assertOpen(): void;
   acquire(
     target: LockTarget,
