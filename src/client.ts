@@ -69,6 +69,11 @@ function redisError(error: unknown, doing: string): unknown {
   });
 }
 
+/** What releasing a hold that was already lost rejects with. */
+function lostRelease(hold: Hold): LockNotOwnedError {
+  return new LockNotOwnedError(`Lock "${hold.name}" is not held: it was lost`, { cause: hold.lostError });
+}
+
 function checkClient(redis: unknown): LockRedisClient {
   const candidate = redis as Partial<Record<'sendCommand' | 'duplicate', unknown>> | null;
   if (
@@ -499,9 +504,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
 
   #release(hold: Hold): Promise<void> {
     if (hold.lost) {
-      return Promise.reject(
-        new LockNotOwnedError(`Lock "${hold.name}" is not held: it was lost`, { cause: hold.lostError }),
-      );
+      return Promise.reject(lostRelease(hold));
     }
     hold.releasing += 1;
     if (hold.count - hold.releasing <= 0) {
@@ -512,9 +515,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     return this.#chains
       .run(chain, async () => {
         if (hold.lost) {
-          throw new LockNotOwnedError(`Lock "${hold.name}" is not held: it was lost`, {
-            cause: hold.lostError,
-          });
+          throw lostRelease(hold);
         }
         const expected = hold.count;
         const request =
@@ -523,23 +524,18 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         const sentAt = performance.now();
         // Worth retrying while the lock is known to be held (after that it has expired anyway),
         // and for a last release only while its request key is sure to be there.
-        const retryUntil = Math.min(
-          hold.validUntil,
-          expected === 1 ? sentAt + this.#releaseRetryMs : Number.POSITIVE_INFINITY,
-        );
+        const lastReleaseUntil = expected === 1 ? sentAt + this.#releaseRetryMs : Number.POSITIVE_INFINITY;
         let reply: unknown;
         try {
           reply = await this.#callIdempotent(
             luaScripts['lock/release'],
             [hold.key, hold.channel, request],
             [String(hold.ttlMs), hold.field, String(expected), String(this.#releaseRecordTtlMs)],
-            () => !hold.lost && performance.now() < Math.min(retryUntil, hold.validUntil),
+            () => !hold.lost && performance.now() < Math.min(lastReleaseUntil, hold.validUntil),
           );
         } catch (error) {
           if (hold.lost) {
-            throw new LockNotOwnedError(`Lock "${hold.name}" is not held: it was lost`, {
-              cause: hold.lostError,
-            });
+            throw lostRelease(hold);
           }
           if (expected === 1) {
             // Unconfirmed last release: renewal is off, so the lock is gone when its lease ends.

@@ -23,28 +23,7 @@ export class Waiter {
    * subscribing failed, with `signal.reason` on abort, and when the subscriptions close.
    */
   untilReady(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      let settled = false;
-      const cleanUp = (): boolean => {
-        if (settled) return false;
-        settled = true;
-        if (timer !== undefined) clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        this.#channel.closing.delete(onClose);
-        return true;
-      };
-      const done = (): void => {
-        if (cleanUp()) resolve();
-      };
-      const fail = (error: unknown): void => {
-        if (cleanUp()) reject(error);
-      };
-      const onAbort = (): void => fail(signal?.reason);
-      const onClose = (error: Error): void => fail(error);
-      if (Number.isFinite(ms)) timer = setTimeout(done, Math.max(0, ms));
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.#channel.closing.add(onClose);
+    return this.#until(ms, signal, (done, fail) => {
       this.#channel.ready.then(done, fail);
     });
   }
@@ -64,45 +43,62 @@ export class Waiter {
 
   /**
    * Waits for a wake-up, at most `ms` milliseconds. Rejects with `signal.reason` on abort and
-   * with `closed()` when the subscriptions are closed.
+   * when the subscriptions close.
    */
   wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
     if (this.#pending) {
       this.#pending = false;
       return Promise.resolve();
     }
+    return this.#until(
+      ms,
+      signal,
+      (done) => {
+        this.#wake = () => {
+          this.#pending = false;
+          done();
+        };
+      },
+      () => {
+        this.#wake = undefined;
+      },
+    );
+  }
+
+  /**
+   * Resolves after `ms` (never, for Infinity) or when `arm` calls `done`; rejects on abort,
+   * when `arm` calls `fail`, and when the subscriptions close. Cleans up whichever way it ends.
+   */
+  #until(
+    ms: number,
+    signal: AbortSignal | undefined,
+    arm: (done: () => void, fail: (error: unknown) => void) => void,
+    disarm?: () => void,
+  ): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
-      const finish = (): void => {
+      let settled = false;
+      const cleanUp = (): boolean => {
+        if (settled) return false;
+        settled = true;
         if (timer !== undefined) clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         this.#channel.closing.delete(onClose);
-        this.#wake = undefined;
+        disarm?.();
+        return true;
       };
-      const onAbort = (): void => {
-        finish();
-        reject(signal?.reason);
+      const done = (): void => {
+        if (cleanUp()) resolve();
       };
-      const onClose = (error: Error): void => {
-        finish();
-        reject(error);
+      const fail = (error: unknown): void => {
+        if (cleanUp()) reject(error);
       };
-      this.#wake = () => {
-        finish();
-        this.#pending = false;
-        resolve();
-      };
-      if (Number.isFinite(ms)) {
-        timer = setTimeout(
-          () => {
-            finish();
-            resolve();
-          },
-          Math.max(0, ms),
-        );
-      }
+      const onAbort = (): void => fail(signal?.reason);
+      const onClose = (error: Error): void => fail(error);
+      if (Number.isFinite(ms)) timer = setTimeout(done, Math.max(0, ms));
       signal?.addEventListener('abort', onAbort, { once: true });
       this.#channel.closing.add(onClose);
+      arm(done, fail);
     });
   }
 
