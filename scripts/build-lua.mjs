@@ -9,15 +9,33 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const scriptsDir = join(root, 'lua-scripts');
 const outFile = join(root, 'src', 'scripts', 'generated.ts');
+/** Shared Lua routines, pulled into scripts by `-- @include <name>` lines; never scripts themselves. */
+const includeDir = join(scriptsDir, 'include');
+const INCLUDE_LINE = /^-- @include ([a-z][a-z0-9-]*)$/gm;
 
 function listLua(dir) {
   return readdirSync(dir, { withFileTypes: true })
     .flatMap((entry) => {
       const path = join(dir, entry.name);
-      if (entry.isDirectory()) return listLua(path);
+      if (entry.isDirectory()) return path === includeDir ? [] : listLua(path);
       return entry.name.endsWith('.lua') ? [path] : [];
     })
     .sort();
+}
+
+/**
+ * Replaces every `-- @include <name>` line with lua-scripts/include/<name>.lua, read through
+ * `read(name)`. Included files define local functions and never touch KEYS or ARGV: a script's
+ * keys and arguments stay visible in its own body, where its header is checked against them.
+ */
+export function expandIncludes(source, read) {
+  return source.replace(INCLUDE_LINE, (_line, name) => {
+    const included = read(name);
+    if (/\b(KEYS|ARGV)\b/.test(included)) {
+      throw new Error(`lua-scripts/include/${name}.lua must not use KEYS or ARGV; pass them as parameters`);
+    }
+    return included.trimEnd();
+  });
 }
 
 /** Returns the script's description, or throws with every disagreement found. */
@@ -99,7 +117,10 @@ function main() {
       .split(sep)
       .join('/')
       .replace(/\.lua$/, '');
-    return checkScript(name, readFileSync(path, 'utf8'));
+    const source = expandIncludes(readFileSync(path, 'utf8'), (include) =>
+      readFileSync(join(includeDir, `${include}.lua`), 'utf8'),
+    );
+    return checkScript(name, source);
   });
   const entries = scripts
     .map(

@@ -10,11 +10,11 @@ import {
   type LockLostReason,
 } from './errors.js';
 import { chainId, Hold, OperationChains } from './hold.js';
-import { lockKey, requestKey, unlockChannel } from './keys.js';
+import { grantChannel, lockKey, queueMember, requestKey, unlockChannel, waitQueueKey } from './keys.js';
 import { Lease, type LeaseHost } from './lease.js';
 import { Lock, type LockCore, type LockTarget } from './locks/lock.js';
 import type { LockClientEvents, LockClientOptions, LockOptions } from './options.js';
-import { UnlockSubscriptions } from './pubsub.js';
+import { UnlockSubscriptions, type Waiter } from './pubsub.js';
 import type { LockRedisClient, LockSubscriberClient } from './redis.js';
 import { luaScripts } from './scripts/generated.js';
 import { isTransient, ScriptRunner } from './scripts/runner.js';
@@ -45,6 +45,13 @@ const RELEASE_RETRY_MIN_MS = 1_000;
 const RELEASE_RETRY_MAX_MS = 8_000;
 /** How long a cancelled acquire stays refused: past any late copy of it (rare, so generous). */
 const CANCEL_RECORD_TTL_MS = 60_000;
+/**
+ * How long a lock's wait queue outlives its holder's lease. Waiters that wait longer are
+ * queued again by their next attempt; until then the unlock message still reaches them.
+ */
+const QUEUE_TTL_MS = 60_000;
+/** How long a ticket whose waiter gave up is remembered, so a late hand-over to it is returned. */
+const LEFT_TICKET_TTL_MS = 5 * 60_000;
 
 const CLIENT_OPTIONS = [
   'watchdogTimeoutMs',
@@ -56,6 +63,29 @@ const LOCK_OPTIONS = ['reentrant'] as const;
 
 /** An acquire attempt's outcome: a hold, or the PTTL of the lock held by someone else. */
 type Attempt = { readonly hold: Hold } | { readonly hold?: undefined; readonly pttl: number };
+
+/**
+ * One waiting acquire's place in the lock's wait queue in Redis. A release hands the lock to
+ * the first live ticket in the queue and tells its client on the grant channel, so the waiter
+ * gets the lock without asking again.
+ */
+interface Ticket {
+  readonly id: string;
+  /** The queue member; contains the owner field, so it never leaves the client but to Redis. */
+  readonly member: string;
+  readonly target: LockTarget;
+  readonly field: string;
+  /** Sent with an attempt that found the lock held, so it may be in the queue. */
+  queued: boolean;
+  /** A hand-over to it was heard and not used yet. */
+  granted: boolean;
+  /**
+   * When the last attempt that found the lock held was sent: a hand-over came later, so the
+   * lease it set runs at least until this time plus the lease.
+   */
+  sentAt: number;
+  waiter: Waiter | undefined;
+}
 
 function toError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
@@ -119,6 +149,11 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly #clientId = randomUUID();
   readonly #requestPrefix = randomBytes(6).toString('hex');
   #requestCounter = 0;
+  /** Public: names this client's grant channel and prefixes its tickets. */
+  readonly #grantChannel = grantChannel(randomBytes(8).toString('hex'));
+  readonly #tickets = new Map<string, Ticket>();
+  /** Tickets whose waiters gave up while queued, with the time they left. */
+  readonly #leftTickets = new Map<string, { readonly ticket: Ticket; readonly leftAt: number }>();
   readonly #keyPrefix: string;
   readonly #watchdogTimeoutMs: number;
   readonly #commandTimeoutMs: number;
@@ -172,6 +207,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     this.#subscriptions = new UnlockSubscriptions(
       {
         connect: () => this.#connectSubscriber(),
+        grantChannel: this.#grantChannel,
+        onGrant: (ticket) => this.#onGrant(ticket),
         onError: (error) => this.#emitError(error),
         closedError: () => new ClientClosedError(),
       },
@@ -228,7 +265,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const releases = held.map((hold) => {
       this.#markLost(hold, 'client-closed', `Lock "${hold.name}" was given up because its LockClient closed`);
       return this.#runner
-        .run(luaScripts['lock/abandon'], [hold.key, hold.channel], [hold.field])
+        .run(luaScripts['lock/abandon'], [hold.key, hold.channel, waitQueueKey(hold.key)], [hold.field])
         .catch(() => undefined);
     });
     await Promise.all([this.#subscriptions.close(), ...releases]);
@@ -357,37 +394,65 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const deadline = startedAt + waitMs;
     const ttlMs = leaseMs ?? this.#watchdogTimeoutMs;
     const watchdog = leaseMs === undefined;
-    const attempt = (): Promise<Attempt> => this.#attempt(target, field, ttlMs, watchdog, deadline);
+    // Only an acquire that may wait joins the queue, and only once this client listens for
+    // hand-overs: a hand-over nobody hears is skipped, so it would be wasted.
+    const ticket = waitMs > 0 ? this.#newTicket(target, field, ttlMs) : undefined;
+    const attempt = (): Promise<Attempt> =>
+      this.#attempt(
+        target,
+        field,
+        ttlMs,
+        watchdog,
+        deadline,
+        ticket !== undefined && this.#subscriptions.grantsReady ? ticket : undefined,
+      );
 
-    const generationBefore = this.#subscriptions.generationOf(target.channel);
-    let outcome = await attempt();
-    if (outcome.hold !== undefined) return this.#granted(outcome.hold, startedAt, signal);
-    if (waitMs === 0) return null;
-
-    this.#assertOpen();
-    signal?.throwIfAborted();
-    const { waiter, fresh } = this.#subscriptions.join(target.channel);
+    let waiter: Waiter | undefined;
+    let acquired = false;
     try {
-      if (fresh) {
+      const generationBefore = this.#subscriptions.generationOf(target.channel);
+      let outcome = await attempt();
+      if (outcome.hold !== undefined) {
+        acquired = true;
+        return await this.#granted(outcome.hold, startedAt, signal);
+      }
+      if (ticket === undefined) return null;
+
+      this.#assertOpen();
+      signal?.throwIfAborted();
+      const joined = this.#subscriptions.join(target.channel);
+      waiter = joined.waiter;
+      ticket.waiter = waiter;
+      if (joined.fresh || !this.#subscriptions.grantsReady) {
         // Until SUBSCRIBE is confirmed an unlock would go unheard, so try again once it is.
         await waiter.untilReady(deadline - performance.now(), signal);
         this.#assertOpen();
         signal?.throwIfAborted();
       }
-      let tryNow = fresh || generationBefore !== waiter.generation;
+      // When the lock is expected to expire, as far as this waiter knows: an expired lock
+      // publishes nothing, so the head of the local queue wakes up then.
+      let expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
+      let tryNow = joined.fresh || generationBefore !== waiter.generation || !ticket.queued;
       for (;;) {
-        if (!tryNow) {
+        if (!tryNow && !ticket.granted) {
           const remaining = deadline - performance.now();
           if (remaining <= 0) return null;
-          // An expired lock publishes nothing: its PTTL is what wakes the head of the queue then.
-          const bound = waiter.isHead && outcome.pttl >= 0 ? Math.min(outcome.pttl, remaining) : remaining;
-          await waiter.wait(bound, signal);
+          const untilExpiry = expiresAt - performance.now();
+          const bound = waiter.isHead ? Math.min(untilExpiry, remaining) : remaining;
+          const reason = await waiter.wait(bound, signal);
           this.#assertOpen();
           signal?.throwIfAborted();
+          // A new head only starts watching the expiry, unless that is already due.
+          if (reason === 'promoted' && expiresAt > performance.now()) continue;
+          if (reason === 'timeout' && performance.now() >= deadline) return null;
         }
         const generation = waiter.generation;
         outcome = await attempt();
-        if (outcome.hold !== undefined) return this.#granted(outcome.hold, startedAt, signal);
+        if (outcome.hold !== undefined) {
+          acquired = true;
+          return await this.#granted(outcome.hold, startedAt, signal);
+        }
+        expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
         // A message that arrived while the attempt was in flight may be the release it missed.
         tryNow = waiter.generation !== generation;
       }
@@ -395,8 +460,92 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       if (signal?.aborted === true && error === signal.reason) throw error;
       throw redisError(error, `waiting for lock "${target.name}"`);
     } finally {
-      waiter.leave();
+      waiter?.leave(acquired);
+      if (ticket !== undefined) {
+        this.#tickets.delete(ticket.id);
+        ticket.waiter = undefined;
+        // A caller that gave up is neither queued nor holding when its call returns.
+        if (!acquired && ticket.queued && !this.#closed) await this.#withdraw(ticket);
+      }
     }
+  }
+
+  #newTicket(target: LockTarget, field: string, ttlMs: number): Ticket {
+    const id = this.#nextRequestId();
+    const ticket: Ticket = {
+      id,
+      member: queueMember(id, ttlMs, this.#grantChannel, field),
+      target,
+      field,
+      queued: false,
+      granted: false,
+      sentAt: 0,
+      waiter: undefined,
+    };
+    this.#tickets.set(id, ticket);
+    return ticket;
+  }
+
+  /**
+   * Takes a ticket whose waiter gave up out of the queue; if a release handed it the lock
+   * meanwhile, passes the lock on. Runs after this owner's other requests on the lock. If it
+   * fails, the ticket is remembered so a later hand-over to it is passed on when heard.
+   */
+  async #withdraw(ticket: Ticket): Promise<void> {
+    const { target, field, member } = ticket;
+    const chain = chainId(target.key, field);
+    try {
+      await this.#chains.run(chain, async () => {
+        this.#assertOpen();
+        // With a hold of its own, the owner's field is not the hand-over's to give back.
+        const handed = this.#holds.has(chain) ? '' : '1';
+        await this.#callIdempotent(
+          luaScripts['lock/withdraw'],
+          [target.key, target.channel, waitQueueKey(target.key)],
+          [field, member, handed],
+          (attempt) => attempt < 3,
+        );
+      });
+    } catch {
+      if (this.#closed) return;
+      const now = performance.now();
+      for (const [id, left] of this.#leftTickets) {
+        if (now - left.leftAt < LEFT_TICKET_TTL_MS) break;
+        this.#leftTickets.delete(id);
+      }
+      this.#leftTickets.set(ticket.id, { ticket, leftAt: now });
+    }
+  }
+
+  /** A release handed a lock to one of this client's tickets. */
+  #onGrant(id: string): void {
+    const ticket = this.#tickets.get(id);
+    if (ticket !== undefined) {
+      ticket.granted = true;
+      ticket.waiter?.wake('attempt');
+      return;
+    }
+    const left = this.#leftTickets.get(id);
+    if (left === undefined) return;
+    this.#leftTickets.delete(id);
+    // Its waiter gave up: pass the lock on, unless the same owner has taken it since.
+    const { target, field, member } = left.ticket;
+    const chain = chainId(target.key, field);
+    void this.#chains.run(chain, async () => {
+      if (this.#closed || this.#holds.has(chain)) return;
+      try {
+        await this.#callIdempotent(
+          luaScripts['lock/withdraw'],
+          [target.key, target.channel, waitQueueKey(target.key)],
+          [field, member, '1'],
+          (attempt) => attempt < 3,
+        );
+      } catch (error) {
+        this.#emitError(
+          redisError(error, `passing on lock "${target.name}" handed to a waiter that left`) as Error,
+        );
+      }
+    });
   }
 
   async #granted(hold: Hold, startedAt: number, signal: AbortSignal | undefined): Promise<Lease> {
@@ -423,17 +572,40 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     ttlMs: number,
     watchdog: boolean,
     deadline: number,
+    ticket: Ticket | undefined,
   ): Promise<Attempt> {
     const chain = chainId(target.key, field);
     return this.#chains.run(chain, async (keepBusy) => {
       this.#assertOpen();
       const existing = this.#holds.get(chain);
+      if (ticket?.granted === true) {
+        ticket.granted = false;
+        // Handed over by a release: the lease it set runs at least from the last attempt that
+        // found the lock held. With half of it left, take it without asking; otherwise (or if
+        // this owner took the lock meanwhile) the attempt below confirms or re-enters.
+        if (existing === undefined && performance.now() < ticket.sentAt + ttlMs / 2) {
+          const hold = new Hold(target.name, target.key, target.channel, field, ttlMs, watchdog);
+          hold.count = 1;
+          hold.extend(ticket.sentAt);
+          this.#holds.set(chain, hold);
+          this.#watchdog.track(hold);
+          return { hold };
+        }
+      }
       const expected = existing?.count ?? 0;
       // A re-entry keeps the mode and TTL of the first acquisition.
       const hold = existing ?? new Hold(target.name, target.key, target.channel, field, ttlMs, watchdog);
       const request = requestKey(target.key, this.#nextRequestId());
-      const keys = [target.key, request];
-      const args = [String(hold.ttlMs), field, String(expected)];
+      const keys = [target.key, request, waitQueueKey(target.key)];
+      const member = ticket?.member ?? '';
+      const args = [
+        String(hold.ttlMs),
+        field,
+        String(expected),
+        member,
+        ticket?.queued === true ? '1' : '',
+        String(QUEUE_TTL_MS),
+      ];
       const sentAt = performance.now();
       let reply: unknown;
       try {
@@ -448,7 +620,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         if (isTransient(error)) {
           // The request may still have been applied. Refuse any late replay of it and undo it
           // if it went through, before this owner's next request on the lock.
-          keepBusy(this.#cancelAcquire(hold, request, expected));
+          keepBusy(this.#cancelAcquire(hold, request, expected, member));
         }
         throw redisError(error, `acquiring lock "${target.name}"`);
       }
@@ -482,17 +654,21 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           `Acquire request for lock "${target.name}" was refused as cancelled`,
         );
       }
+      if (ticket !== undefined) {
+        ticket.queued = true;
+        ticket.sentAt = sentAt;
+      }
       return { pttl: code };
     });
   }
 
-  async #cancelAcquire(hold: Hold, request: string, expected: number): Promise<void> {
+  async #cancelAcquire(hold: Hold, request: string, expected: number, member: string): Promise<void> {
     const giveUpAt = performance.now() + hold.ttlMs + CANCEL_RECORD_TTL_MS / 2;
     try {
       await this.#callIdempotent(
         luaScripts['lock/cancel-acquire'],
-        [hold.key, hold.channel, request],
-        [hold.field, String(expected), String(CANCEL_RECORD_TTL_MS)],
+        [hold.key, hold.channel, request, waitQueueKey(hold.key)],
+        [hold.field, String(expected), String(CANCEL_RECORD_TTL_MS), member],
         () => performance.now() < giveUpAt,
       );
     } catch (error) {
@@ -529,7 +705,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         try {
           reply = await this.#callIdempotent(
             luaScripts['lock/release'],
-            [hold.key, hold.channel, request],
+            [hold.key, hold.channel, request, waitQueueKey(hold.key)],
             [String(hold.ttlMs), hold.field, String(expected), String(this.#releaseRecordTtlMs)],
             () => !hold.lost && performance.now() < Math.min(lastReleaseUntil, hold.validUntil),
           );
@@ -625,7 +801,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       try {
         await this.#callIdempotent(
           luaScripts['lock/abandon'],
-          [hold.key, hold.channel],
+          [hold.key, hold.channel, waitQueueKey(hold.key)],
           [hold.field],
           () => !this.#closed && performance.now() < giveUpAt,
         );
@@ -655,7 +831,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     try {
       reply = await this.#callIdempotent(
         luaScripts['lock/force-release'],
-        [target.key, target.channel],
+        [target.key, target.channel, waitQueueKey(target.key)],
         [],
         (attempt) => attempt < 3,
       );

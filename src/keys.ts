@@ -32,6 +32,30 @@ export function requestKey(key: string, requestId: string): string {
   return `${withSlotOf('latchkey_request', key)}:${requestId}`;
 }
 
+/**
+ * The queue of a lock's waiters: a sorted set scored by arrival, read by the scripts that free
+ * the lock so they can hand it straight to the next live waiter.
+ */
+export function waitQueueKey(key: string): string {
+  return withSlotOf('latchkey_queue', key);
+}
+
+/**
+ * The channel on which one client hears that a lock was handed to one of its waiters. `tag` is
+ * a random public id of the client, never its client id.
+ */
+export function grantChannel(tag: string): string {
+  return `latchkey_grant:${tag}`;
+}
+
+/**
+ * A waiter's member in a wait queue: `<ticket> <lease> <grant channel> <owner field>`. It holds
+ * the owner field, so it is as secret as the lock's hash and never leaves Redis or the client.
+ */
+export function queueMember(ticket: string, leaseMs: number, channel: string, field: string): string {
+  return `${ticket} ${leaseMs} ${channel} ${field}`;
+}
+
 /** The owner's hash field: `<clientId>:<ownerId>`, as Redisson's `<uuid>:<threadId>`. */
 export function ownerField(clientId: string, ownerId: string): string {
   return `${clientId}:${ownerId}`;

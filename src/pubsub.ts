@@ -1,14 +1,23 @@
 import type { LockSubscriberClient } from './redis.js';
 
 /**
+ * Why a wait ended: `attempt` — something may have freed the lock (an unlock message, a hand-over,
+ * a reconnect), try now; `promoted` — this waiter became the head of the local queue and now
+ * keeps the lock's expiry in view; `timeout` — the bound passed.
+ * @internal
+ */
+export type WakeReason = 'attempt' | 'promoted' | 'timeout';
+
+/**
  * One local waiter in a lock's queue. Only the head of the queue is woken by an unlock
- * message, so a release wakes one waiter of this process, not the herd.
+ * message, so a release wakes one waiter of this process, not the herd; a hand-over wakes the
+ * waiter it was meant for.
  * @internal
  */
 export class Waiter {
   readonly #channel: ChannelState;
-  #pending = false;
-  #wake: (() => void) | undefined;
+  #pending: WakeReason | undefined;
+  #wake: ((reason: WakeReason) => void) | undefined;
 
   constructor(channel: ChannelState) {
     this.#channel = channel;
@@ -24,8 +33,8 @@ export class Waiter {
    */
   untilReady(ms: number, signal: AbortSignal | undefined): Promise<void> {
     return this.#until(ms, signal, (done, fail) => {
-      this.#channel.ready.then(done, fail);
-    });
+      this.#channel.ready.then(() => done('attempt'), fail);
+    }).then(() => undefined);
   }
 
   /** Count of unlock messages seen on this channel; a change means "try again". */
@@ -33,31 +42,31 @@ export class Waiter {
     return this.#channel.generation;
   }
 
-  /** Makes the current or next `wait` return at once. */
-  wake(): void {
-    this.#pending = true;
+  /** Makes the current or next `wait` return at once; `attempt` outranks `promoted`. */
+  wake(reason: Exclude<WakeReason, 'timeout'> = 'attempt'): void {
+    if (this.#pending !== 'attempt') this.#pending = reason;
     const wake = this.#wake;
+    if (wake === undefined) return;
     this.#wake = undefined;
-    wake?.();
+    this.#pending = undefined;
+    wake(reason);
   }
 
   /**
-   * Waits for a wake-up, at most `ms` milliseconds. Rejects with `signal.reason` on abort and
-   * when the subscriptions close.
+   * Waits for a wake-up, at most `ms` milliseconds, and says what ended it. Rejects with
+   * `signal.reason` on abort and when the subscriptions close.
    */
-  wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    if (this.#pending) {
-      this.#pending = false;
-      return Promise.resolve();
+  wait(ms: number, signal: AbortSignal | undefined): Promise<WakeReason> {
+    const pending = this.#pending;
+    if (pending !== undefined) {
+      this.#pending = undefined;
+      return Promise.resolve(pending);
     }
     return this.#until(
       ms,
       signal,
       (done) => {
-        this.#wake = () => {
-          this.#pending = false;
-          done();
-        };
+        this.#wake = done;
       },
       () => {
         this.#wake = undefined;
@@ -66,16 +75,17 @@ export class Waiter {
   }
 
   /**
-   * Resolves after `ms` (never, for Infinity) or when `arm` calls `done`; rejects on abort,
-   * when `arm` calls `fail`, and when the subscriptions close. Cleans up whichever way it ends.
+   * Resolves after `ms` (never, for Infinity) with `timeout`, or when `arm` calls `done`;
+   * rejects on abort, when `arm` calls `fail`, and when the subscriptions close. Cleans up
+   * whichever way it ends.
    */
   #until(
     ms: number,
     signal: AbortSignal | undefined,
-    arm: (done: () => void, fail: (error: unknown) => void) => void,
+    arm: (done: (reason: WakeReason) => void, fail: (error: unknown) => void) => void,
     disarm?: () => void,
-  ): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  ): Promise<WakeReason> {
+    return new Promise<WakeReason>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       let settled = false;
       const cleanUp = (): boolean => {
@@ -87,28 +97,32 @@ export class Waiter {
         disarm?.();
         return true;
       };
-      const done = (): void => {
-        if (cleanUp()) resolve();
+      const done = (reason: WakeReason): void => {
+        if (cleanUp()) resolve(reason);
       };
       const fail = (error: unknown): void => {
         if (cleanUp()) reject(error);
       };
       const onAbort = (): void => fail(signal?.reason);
       const onClose = (error: Error): void => fail(error);
-      if (Number.isFinite(ms)) timer = setTimeout(done, Math.max(0, ms));
+      if (Number.isFinite(ms)) timer = setTimeout(() => done('timeout'), Math.max(0, ms));
       signal?.addEventListener('abort', onAbort, { once: true });
       this.#channel.closing.add(onClose);
       arm(done, fail);
     });
   }
 
-  /** Leaves the queue; if this waiter was the head, the next one takes its turn at once. */
-  leave(): void {
+  /**
+   * Leaves the queue. When the head leaves, the next waiter becomes the head: if the head took
+   * the lock, the new head only starts watching its expiry; otherwise it may have taken an
+   * unlock message with it, so the new head tries at once.
+   */
+  leave(acquired: boolean): void {
     const queue = this.#channel.waiters;
     const index = queue.indexOf(this);
     if (index === -1) return;
     queue.splice(index, 1);
-    if (index === 0) queue[0]?.wake();
+    if (index === 0) queue[0]?.wake(acquired ? 'promoted' : 'attempt');
     this.#channel.owner.released(this.#channel);
   }
 }
@@ -128,13 +142,17 @@ interface ChannelState {
 export interface SubscriptionsHost {
   /** Opens the subscriber connection (a `duplicate()` of the user's client). */
   connect(): Promise<LockSubscriberClient>;
+  /** This client's grant channel, and what to do with the ticket a hand-over names. */
+  readonly grantChannel: string;
+  onGrant(ticket: string): void;
   onError(error: Error): void;
   closedError(): Error;
 }
 
 /**
  * Shared subscriptions to unlock channels: one per lock per client, shared by all its local
- * waiters, kept for `lingerMs` after the last one leaves.
+ * waiters, kept for `lingerMs` after the last one leaves; and the client's own grant channel,
+ * subscribed with the first wait and kept until close.
  * @internal
  */
 export class UnlockSubscriptions {
@@ -142,7 +160,12 @@ export class UnlockSubscriptions {
   readonly #lingerMs: number;
   readonly #channels = new Map<string, ChannelState>();
   #subscriber: Promise<LockSubscriberClient> | undefined;
+  #grants: Promise<void> | undefined;
+  #grantsReady = false;
   #closed = false;
+  readonly #onGrant = (ticket: string): void => {
+    this.#host.onGrant(ticket);
+  };
   readonly #onMessage = (_message: string, channel: string): void => {
     const state = this.#channels.get(channel);
     if (state === undefined) return;
@@ -153,6 +176,14 @@ export class UnlockSubscriptions {
   constructor(host: SubscriptionsHost, lingerMs: number) {
     this.#host = host;
     this.#lingerMs = lingerMs;
+  }
+
+  /**
+   * Whether the grant channel is subscribed: only then may an attempt queue a waiter, since a
+   * hand-over to it must be heard.
+   */
+  get grantsReady(): boolean {
+    return this.#grantsReady;
   }
 
   /** Generation of a channel that is subscribed, or undefined when it is not (yet). */
@@ -184,7 +215,7 @@ export class UnlockSubscriptions {
         generation: 0,
         linger: undefined,
       };
-      state.ready = this.#subscribe(channel);
+      state.ready = Promise.all([this.#subscribe(channel), this.#listenForGrants()]).then(() => undefined);
       // A waiter that stops waiting before the subscription settles must not leave an
       // unhandled rejection behind.
       state.ready.catch(() => undefined);
@@ -207,16 +238,20 @@ export class UnlockSubscriptions {
     state.linger.unref();
   }
 
-  /** After the subscriber reconnects, messages may have been lost: every queue re-checks. */
+  /**
+   * After the subscriber reconnects, unlock messages and hand-overs may have been lost (a
+   * hand-over to a client that does not listen skips its waiters): every waiter tries again.
+   */
   resubscribed(): void {
     for (const state of this.#channels.values()) {
       state.generation += 1;
-      state.waiters[0]?.wake();
+      for (const waiter of state.waiters) waiter.wake('attempt');
     }
   }
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#grantsReady = false;
     const error = this.#host.closedError();
     for (const state of this.#channels.values()) {
       if (state.linger !== undefined) clearTimeout(state.linger);
@@ -234,14 +269,37 @@ export class UnlockSubscriptions {
     }
   }
 
-  async #subscribe(channel: string): Promise<void> {
+  #listenForGrants(): Promise<void> {
+    this.#grants ??= this.#subscribeGrants().catch((error: unknown) => {
+      // The next waiter tries again.
+      this.#grants = undefined;
+      throw error;
+    });
+    return this.#grants;
+  }
+
+  async #subscribeGrants(): Promise<void> {
+    const subscriber = await this.#connected();
+    await subscriber.subscribe(this.#host.grantChannel, this.#onGrant);
+    this.#grantsReady = !this.#closed;
+  }
+
+  async #connected(): Promise<LockSubscriberClient> {
     this.#subscriber ??= this.#host.connect();
-    let subscriber: LockSubscriberClient;
     try {
-      subscriber = await this.#subscriber;
+      return await this.#subscriber;
     } catch (error) {
       // Let the next waiter try to connect again.
       this.#subscriber = undefined;
+      throw error;
+    }
+  }
+
+  async #subscribe(channel: string): Promise<void> {
+    let subscriber: LockSubscriberClient;
+    try {
+      subscriber = await this.#connected();
+    } catch (error) {
       this.#channels.delete(channel);
       throw error;
     }

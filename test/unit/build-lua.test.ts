@@ -7,9 +7,12 @@ import { luaScripts } from '../../src/scripts/generated.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 // The build step is plain JavaScript run by node; the test loads the same module.
-const { checkScript } = (await import(join(root, 'scripts', 'build-lua.mjs'))) as {
+const { checkScript, expandIncludes } = (await import(join(root, 'scripts', 'build-lua.mjs'))) as {
   checkScript: (name: string, source: string) => { numberOfKeys: number | null; sha1: string };
+  expandIncludes: (source: string, read: (name: string) => string) => string;
 };
+const readInclude = (name: string): string =>
+  readFileSync(join(root, 'lua-scripts', 'include', `${name}.lua`), 'utf8');
 
 const HEADER = [
   '-- Does one thing.',
@@ -48,13 +51,25 @@ describe('build-lua contract check', () => {
     expect(() => checkScript('argv', `${HEADER}\n${body}`)).toThrow(/ARGV\[2\]/);
   });
 
+  it('pulls `-- @include <name>` lines in, and refuses an include that touches KEYS or ARGV', () => {
+    const included = 'local function twice(x)\n  return x * 2\nend\n';
+    const source = `${HEADER}\nlocal lockKey = KEYS[1]\n-- @include twice\nreturn twice(1)\n`;
+    const expanded = expandIncludes(source, (name) => (name === 'twice' ? included : ''));
+    expect(expanded).toContain('local function twice(x)');
+    expect(expanded).not.toContain('@include');
+    expect(() => expandIncludes(source, () => 'local k = KEYS[1]\n')).toThrow(/must not use KEYS or ARGV/);
+  });
+
   it('embeds every script in lua-scripts/ with its SHA-1, and fails the build on a bad one', () => {
     const files = readdirSync(join(root, 'lua-scripts', 'lock')).filter((f) => f.endsWith('.lua'));
     expect(Object.keys(luaScripts).sort()).toEqual(
       files.map((f) => `lock/${f.replace(/\.lua$/, '')}`).sort(),
     );
     for (const file of files) {
-      const source = readFileSync(join(root, 'lua-scripts', 'lock', file), 'utf8');
+      const source = expandIncludes(
+        readFileSync(join(root, 'lua-scripts', 'lock', file), 'utf8'),
+        readInclude,
+      );
       const name = `lock/${file.replace(/\.lua$/, '')}` as keyof typeof luaScripts;
       expect(luaScripts[name].source).toBe(source);
       expect(checkScript(name, source).sha1).toBe(luaScripts[name].sha1);
