@@ -75,8 +75,14 @@ interface Ticket {
   readonly member: string;
   readonly target: LockTarget;
   readonly field: string;
-  /** Sent with an attempt that found the lock held, so it may be in the queue. */
-  queued: boolean;
+  /**
+   * Where it stands in the queue, as far as the client knows: `new` (never queued), `in`
+   * (queued by an attempt that found the lock held), `maybe` (queued, but a hand-over may have
+   * skipped it while this client's subscriber was reconnecting).
+   */
+  queued: 'new' | 'in' | 'maybe';
+  /** When an attempt last queued it or refreshed the queue's TTL. */
+  queuedAt: number;
   /** A hand-over to it was heard and not used yet. */
   granted: boolean;
   /**
@@ -158,7 +164,6 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly #watchdogTimeoutMs: number;
   readonly #commandTimeoutMs: number;
   readonly #releaseRetryMs: number;
-  readonly #releaseRecordTtlMs: number;
   /** Holds of this client by chain id (lock key + owner field), while count > 0. */
   readonly #holds = new Map<string, Hold>();
   readonly #chains = new OperationChains();
@@ -192,7 +197,6 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       RELEASE_RETRY_MAX_MS,
       Math.max(RELEASE_RETRY_MIN_MS, 2 * this.#commandTimeoutMs),
     );
-    this.#releaseRecordTtlMs = this.#releaseRetryMs + this.#commandTimeoutMs + 2_000;
     const lingerMs =
       given.subscriptionLingerMs === undefined
         ? DEFAULT_SUBSCRIPTION_LINGER_MS
@@ -265,7 +269,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const releases = held.map((hold) => {
       this.#markLost(hold, 'client-closed', `Lock "${hold.name}" was given up because its LockClient closed`);
       return this.#runner
-        .run(luaScripts['lock/abandon'], [hold.key, hold.channel, waitQueueKey(hold.key)], [hold.field])
+        .run(luaScripts['lock/abandon'], [hold.key, waitQueueKey(hold.key)], [hold.channel, hold.field])
         .catch(() => undefined);
     });
     await Promise.all([this.#subscriptions.close(), ...releases]);
@@ -315,7 +319,13 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     subscriber.on('ready', () => {
       // The first 'ready' is the initial connection; later ones follow a reconnect, after
       // which unlock messages may have been missed.
-      if (connected) this.#subscriptions.resubscribed();
+      if (connected) {
+        // A hand-over while the subscriber was away skipped this client's waiters.
+        for (const ticket of this.#tickets.values()) {
+          if (ticket.queued === 'in') ticket.queued = 'maybe';
+        }
+        this.#subscriptions.resubscribed();
+      }
       connected = true;
     });
     try {
@@ -396,7 +406,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const watchdog = leaseMs === undefined;
     // Only an acquire that may wait joins the queue, and only once this client listens for
     // hand-overs: a hand-over nobody hears is skipped, so it would be wasted.
-    const ticket = waitMs > 0 ? this.#newTicket(target, field, ttlMs) : undefined;
+    let ticket =
+      waitMs > 0 && this.#subscriptions.grantsReady ? this.#newTicket(target, field, ttlMs) : undefined;
     const attempt = (): Promise<Attempt> =>
       this.#attempt(
         target,
@@ -416,7 +427,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         acquired = true;
         return await this.#granted(outcome.hold, startedAt, signal);
       }
-      if (ticket === undefined) return null;
+      if (waitMs === 0) return null;
+      ticket ??= this.#newTicket(target, field, ttlMs);
 
       this.#assertOpen();
       signal?.throwIfAborted();
@@ -432,7 +444,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       // When the lock is expected to expire, as far as this waiter knows: an expired lock
       // publishes nothing, so the head of the local queue wakes up then.
       let expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
-      let tryNow = joined.fresh || generationBefore !== waiter.generation || !ticket.queued;
+      let tryNow = joined.fresh || generationBefore !== waiter.generation || ticket.queued !== 'in';
       for (;;) {
         if (!tryNow && !ticket.granted) {
           const remaining = deadline - performance.now();
@@ -465,7 +477,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         this.#tickets.delete(ticket.id);
         ticket.waiter = undefined;
         // A caller that gave up is neither queued nor holding when its call returns.
-        if (!acquired && ticket.queued && !this.#closed) await this.#withdraw(ticket);
+        if (!acquired && ticket.queued !== 'new' && !this.#closed) await this.#withdraw(ticket);
       }
     }
   }
@@ -477,7 +489,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       member: queueMember(id, ttlMs, this.#grantChannel, field),
       target,
       field,
-      queued: false,
+      queued: 'new',
+      queuedAt: 0,
       granted: false,
       sentAt: 0,
       waiter: undefined,
@@ -501,8 +514,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         const handed = this.#holds.has(chain) ? '' : '1';
         await this.#callIdempotent(
           luaScripts['lock/withdraw'],
-          [target.key, target.channel, waitQueueKey(target.key)],
-          [field, member, handed],
+          [target.key, waitQueueKey(target.key)],
+          [target.channel, field, member, handed],
           (attempt) => attempt < 3,
         );
       });
@@ -536,8 +549,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       try {
         await this.#callIdempotent(
           luaScripts['lock/withdraw'],
-          [target.key, target.channel, waitQueueKey(target.key)],
-          [field, member, '1'],
+          [target.key, waitQueueKey(target.key)],
+          [target.channel, field, member, '1'],
           (attempt) => attempt < 3,
         );
       } catch (error) {
@@ -556,12 +569,14 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       this.#assertOpen();
       signal?.throwIfAborted();
     }
-    this.#emit('acquired', {
-      name: hold.name,
-      key: hold.key,
-      holdCount: hold.count,
-      waitedMs: performance.now() - startedAt,
-    });
+    if (this.listenerCount('acquired') > 0) {
+      this.#emit('acquired', {
+        name: hold.name,
+        key: hold.key,
+        holdCount: hold.count,
+        waitedMs: performance.now() - startedAt,
+      });
+    }
     return lease;
   }
 
@@ -598,15 +613,15 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       const request = requestKey(target.key, this.#nextRequestId());
       const keys = [target.key, request, waitQueueKey(target.key)];
       const member = ticket?.member ?? '';
-      const args = [
-        String(hold.ttlMs),
-        field,
-        String(expected),
-        member,
-        ticket?.queued === true ? '1' : '',
-        String(QUEUE_TTL_MS),
-      ];
       const sentAt = performance.now();
+      // A long wait re-checks its place now and then, which also keeps the queue from expiring.
+      const queued =
+        ticket === undefined
+          ? ''
+          : ticket.queued === 'in' && sentAt - ticket.queuedAt > QUEUE_TTL_MS / 2
+            ? 'maybe'
+            : ticket.queued;
+      const args = [String(hold.ttlMs), field, String(expected), member, queued, String(QUEUE_TTL_MS)];
       let reply: unknown;
       try {
         reply = await this.#callIdempotent(
@@ -655,7 +670,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         );
       }
       if (ticket !== undefined) {
-        ticket.queued = true;
+        if (queued !== 'in') ticket.queuedAt = sentAt;
+        ticket.queued = 'in';
         ticket.sentAt = sentAt;
       }
       return { pttl: code };
@@ -667,8 +683,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     try {
       await this.#callIdempotent(
         luaScripts['lock/cancel-acquire'],
-        [hold.key, hold.channel, request, waitQueueKey(hold.key)],
-        [hold.field, String(expected), String(CANCEL_RECORD_TTL_MS), member],
+        [hold.key, request, waitQueueKey(hold.key)],
+        [hold.channel, hold.field, String(expected), String(CANCEL_RECORD_TTL_MS), member],
         () => performance.now() < giveUpAt,
       );
     } catch (error) {
@@ -687,27 +703,30 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       // The last hold is going: renewal stops now, not after the reply.
       this.#watchdog.untrack(hold);
     }
-    const chain = chainId(hold.key, hold.field);
+    const chain = hold.chain;
     return this.#chains
       .run(chain, async () => {
         if (hold.lost) {
           throw lostRelease(hold);
         }
         const expected = hold.count;
-        const request =
-          (expected === 1 ? hold.unconfirmedRelease : undefined) ??
-          requestKey(hold.key, this.#nextRequestId());
         const sentAt = performance.now();
-        // Worth retrying while the lock is known to be held (after that it has expired anyway),
-        // and for a last release only while its request key is sure to be there.
-        const lastReleaseUntil = expected === 1 ? sentAt + this.#releaseRetryMs : Number.POSITIVE_INFINITY;
+        // Worth retrying while the lock is known to be held: after that it has expired anyway,
+        // and a missing field could no longer tell "released" from "expired".
+        const retryUntil = Math.min(sentAt + this.#releaseRetryMs, hold.validUntil);
+        // A repeated last release that finds the owner's field gone within the lease finds what
+        // an earlier copy did: the field cannot have expired yet.
+        let repeated = expected === 1 && hold.releaseUnconfirmed;
         let reply: unknown;
         try {
           reply = await this.#callIdempotent(
             luaScripts['lock/release'],
-            [hold.key, hold.channel, request, waitQueueKey(hold.key)],
-            [String(hold.ttlMs), hold.field, String(expected), String(this.#releaseRecordTtlMs)],
-            () => !hold.lost && performance.now() < Math.min(lastReleaseUntil, hold.validUntil),
+            [hold.key, waitQueueKey(hold.key)],
+            [hold.channel, String(hold.ttlMs), hold.field, String(expected)],
+            () => {
+              repeated = true;
+              return !hold.lost && performance.now() < retryUntil;
+            },
           );
         } catch (error) {
           if (hold.lost) {
@@ -715,13 +734,22 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           }
           if (expected === 1) {
             // Unconfirmed last release: renewal is off, so the lock is gone when its lease ends.
-            hold.unconfirmedRelease = request;
+            hold.releaseUnconfirmed = true;
             this.#forget(hold);
           }
           throw redisError(error, `releasing lock "${hold.name}"`);
         }
-        if (reply === null || reply === undefined) {
+        const gone = reply === null || reply === undefined;
+        if (gone && repeated && expected === 1 && performance.now() < hold.validUntil) {
+          reply = 1;
+        }
+        if (gone && reply !== 1) {
           const message = `Lock "${hold.name}" is not held by this owner: it expired or was taken over`;
+          this.#markLost(hold, 'not-owner', message);
+          throw new LockNotOwnedError(message, { cause: hold.lostError });
+        }
+        if (Number(reply) === -4) {
+          const message = `Lock "${hold.name}" is no longer held by this owner: its hold count changed behind its back`;
           this.#markLost(hold, 'not-owner', message);
           throw new LockNotOwnedError(message, { cause: hold.lostError });
         }
@@ -732,7 +760,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           hold.extend(sentAt);
           this.#watchdog.track(hold);
         }
-        this.#emit('released', { name: hold.name, key: hold.key, holdCount: hold.count });
+        if (this.listenerCount('released') > 0) {
+          this.#emit('released', { name: hold.name, key: hold.key, holdCount: hold.count });
+        }
       })
       .finally(() => {
         hold.releasing -= 1;
@@ -742,7 +772,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   /** Drops a hold that ended (released, or left to expire) without declaring it lost. */
   #forget(hold: Hold): void {
     this.#watchdog.untrack(hold);
-    const chain = chainId(hold.key, hold.field);
+    const chain = hold.chain;
     if (this.#holds.get(chain) === hold) this.#holds.delete(chain);
   }
 
@@ -775,7 +805,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       return false;
     }
     holds.forEach((hold, index) => {
-      if (hold.lost || this.#holds.get(chainId(hold.key, hold.field)) !== hold) return;
+      if (hold.lost || this.#holds.get(hold.chain) !== hold) return;
       if (Number(reply[index]) === 1) {
         hold.extend(sentAt);
         this.#watchdog.touched(hold);
@@ -796,13 +826,13 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     );
     // Redis may still keep the field (a renewal may land late): drop it, after any request of
     // this owner already under way, so no stale hold lingers.
-    void this.#chains.run(chainId(hold.key, hold.field), async () => {
+    void this.#chains.run(hold.chain, async () => {
       const giveUpAt = performance.now() + hold.ttlMs;
       try {
         await this.#callIdempotent(
           luaScripts['lock/abandon'],
-          [hold.key, hold.channel, waitQueueKey(hold.key)],
-          [hold.field],
+          [hold.key, waitQueueKey(hold.key)],
+          [hold.channel, hold.field],
           () => !this.#closed && performance.now() < giveUpAt,
         );
       } catch {
@@ -818,9 +848,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   #markLost(hold: Hold, reason: LockLostReason, message: string): LockLostError {
     if (hold.lostError !== undefined) return hold.lostError;
     const error = new LockLostError(message, reason);
-    hold.lostError = error;
     this.#forget(hold);
-    hold.controller.abort(error);
+    hold.lose(error);
     this.#emit('lockLost', { name: hold.name, key: hold.key, error });
     return error;
   }
@@ -831,8 +860,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     try {
       reply = await this.#callIdempotent(
         luaScripts['lock/force-release'],
-        [target.key, target.channel, waitQueueKey(target.key)],
-        [],
+        [target.key, waitQueueKey(target.key)],
+        [target.channel],
         (attempt) => attempt < 3,
       );
     } catch (error) {

@@ -12,6 +12,8 @@ export class Hold {
   readonly field: string;
   /** TTL set on every acquire, renewal and partial release, in milliseconds. */
   readonly ttlMs: number;
+  /** {@link chainId} of key and field, made once: holds are looked up by it on every call. */
+  readonly chain: string;
   /** Renewed by the watchdog (no explicit `leaseMs`). */
   readonly watchdog: boolean;
   /** Holds confirmed in Redis. */
@@ -25,11 +27,12 @@ export class Hold {
   validUntil = 0;
   lostError: LockLostError | undefined;
   /**
-   * Request key of a last release whose outcome Redis never confirmed: a release asked for
-   * again sends the same request, so it learns what the first one did.
+   * A last release was sent and Redis never confirmed it: asked again, a missing owner field
+   * within the lease means that earlier release went through.
    */
-  unconfirmedRelease: string | undefined;
-  readonly controller = new AbortController();
+  releaseUnconfirmed = false;
+  /** Made on first use: most holds are released without anyone asking for their signal. */
+  #controller: AbortController | undefined;
 
   constructor(name: string, key: string, channel: string, field: string, ttlMs: number, watchdog: boolean) {
     this.name = name;
@@ -38,6 +41,21 @@ export class Hold {
     this.field = field;
     this.ttlMs = ttlMs;
     this.watchdog = watchdog;
+    this.chain = chainId(key, field);
+  }
+
+  /** Aborts with {@link Hold.lostError} once the hold is lost. */
+  get signal(): AbortSignal {
+    this.#controller ??= new AbortController();
+    if (this.lostError !== undefined && !this.#controller.signal.aborted)
+      this.#controller.abort(this.lostError);
+    return this.#controller.signal;
+  }
+
+  /** Records the loss and aborts the signal, if anyone has asked for it. */
+  lose(error: LockLostError): void {
+    this.lostError = error;
+    this.#controller?.abort(error);
   }
 
   get lost(): boolean {
@@ -74,22 +92,20 @@ export class OperationChains {
    */
   run<T>(chain: string, operation: (keepBusy: (work: Promise<unknown>) => void) => Promise<T>): Promise<T> {
     const previous = this.#tails.get(chain);
-    const extra: Promise<unknown>[] = [];
+    let extra: Promise<unknown>[] | undefined;
     const keepBusy = (work: Promise<unknown>): void => {
-      extra.push(work);
+      (extra ??= []).push(work);
     };
     const result = previous === undefined ? operation(keepBusy) : previous.then(() => operation(keepBusy));
-    const tail = result
-      .then(
-        () => undefined,
-        () => undefined,
-      )
-      .then(() => Promise.allSettled(extra))
-      .then(() => undefined);
-    this.#tails.set(chain, tail);
-    void tail.then(() => {
+    const forget = (): void => {
       if (this.#tails.get(chain) === tail) this.#tails.delete(chain);
-    });
+    };
+    const settled = (): Promise<void> | void => {
+      if (extra === undefined) return forget();
+      return Promise.allSettled(extra).then(forget);
+    };
+    const tail: Promise<void> = result.then(settled, settled);
+    this.#tails.set(chain, tail);
     return result;
   }
 

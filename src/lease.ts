@@ -41,7 +41,7 @@ export class Lease implements AsyncDisposable {
 
   /** Aborts with a {@link LockLostError} when the lock is lost; never aborts on release. */
   get signal(): AbortSignal {
-    return this.#hold.controller.signal;
+    return this.#hold.signal;
   }
 
   /** The owner's hold count as last confirmed by Redis (1 + re-entries still held). */

@@ -5,6 +5,8 @@
 export interface LockRedisClient {
   sendCommand(args: string[], options?: { abortSignal?: AbortSignal }): Promise<unknown>;
   duplicate(): LockSubscriberClient;
+  /** Connected and ready: a command sent now is written out at once. */
+  readonly isReady?: boolean;
 }
 
 /**

@@ -46,19 +46,14 @@ export class Watchdog {
     this.#scheduleExpiry(hold.deadline);
   }
 
-  /** Stops renewing a hold, synchronously: no renewal of it is sent after this returns. */
+  /**
+   * Stops renewing a hold, synchronously: no renewal of it is sent after this returns. The
+   * timers stay armed (they are unref'd) and find nothing to do if no hold is left: a client
+   * that takes and releases locks in a loop does not re-arm them every time.
+   */
   untrack(hold: Hold): void {
     this.#tracked.delete(hold);
     this.#renewed.delete(hold);
-    if (this.#renewed.size === 0 && this.#renewTimer !== undefined) {
-      clearTimeout(this.#renewTimer);
-      this.#renewTimer = undefined;
-    }
-    if (this.#tracked.size === 0 && this.#expiryTimer !== undefined) {
-      clearTimeout(this.#expiryTimer);
-      this.#expiryTimer = undefined;
-      this.#expiryAt = Number.POSITIVE_INFINITY;
-    }
   }
 
   /** Called after a hold's deadline moved earlier than planned (never in practice) or later. */

@@ -1,20 +1,20 @@
 -- Drops every hold of one owner that has given its lock up for lost, so no stale hold lingers.
 -- KEYS[1] lock key
--- KEYS[2] unlock channel: `redisson_lock__channel:{<lock key>}`
--- KEYS[3] wait queue: sorted set of waiters (see include/hand-over.lua)
--- ARGV[1] owner: hash field of the owner that lost the lock
+-- KEYS[2] wait queue: list of waiters in arrival order (see include/hand-over.lua)
+-- ARGV[1] unlock channel: `redisson_lock__channel:{<lock key>}`
+-- ARGV[2] owner: hash field of the owner that lost the lock
 -- Returns 1 when the owner's field was there and is removed, 0 when it was already gone.
 local lockKey = KEYS[1]
-local channel = KEYS[2]
-local queueKey = KEYS[3]
-local owner = ARGV[1]
+local queueKey = KEYS[2]
+local channel = ARGV[1]
+local owner = ARGV[2]
 
 -- @include hand-over
 
 if redis.call('hdel', lockKey, owner) == 1 then
   -- An emptied hash is deleted by Redis itself: the lock is free for the next waiter.
   if redis.call('exists', lockKey) == 0 then
-    handOver(lockKey, channel, queueKey)
+    handOver(lockKey, queueKey, channel)
   end
   return 1
 end

@@ -1,17 +1,17 @@
 -- Takes a reentrant lock for one owner, or re-enters it (Redisson RLock layout); queues a waiter.
 -- KEYS[1] lock key: hash of owner field -> hold count; its PTTL is the lease
 -- KEYS[2] request key: exists only when cancel-acquire.lua gave this request up
--- KEYS[3] wait queue: sorted set of waiters, scored by arrival (see include/hand-over.lua)
+-- KEYS[3] wait queue: list of waiters in arrival order (see include/hand-over.lua)
 -- ARGV[1] lease: lease to set on the lock key, in milliseconds (integer > 0)
 -- ARGV[2] owner: hash field of the owner, `<clientId>:<ownerId>`
 -- ARGV[3] expected: hold count the caller believes the owner has before this call (integer >= 0)
--- ARGV[4] waiter: queue member to add when the lock is held by another owner, `<ticket> <lease>
---   <grant channel> <owner>`; empty: do not queue
--- ARGV[5] queued: `1` when ARGV[4] may already be queued (remove it once the lock is taken)
+-- ARGV[4] waiter: queue entry `<ticket> <lease> <grant channel> <owner>`; empty: not waiting
+-- ARGV[5] queued: where the waiter stands: `new` (not queued: queue it if the lock is held),
+--   `in` (queued), `maybe` (perhaps dropped: queue it unless it is there); empty: no waiter
 -- ARGV[6] queue TTL: how long the queue outlives the holder's lease, in milliseconds (integer > 0)
 -- Returns nil when the owner now holds the lock at count expected + 1 (taken, re-entered, handed
 --   over by a release, or a replay of this same request that had already been applied; the lease
---   is set either way);
+--   is set either way, and the waiter's entry is removed);
 --   an integer >= -1 when another owner holds the lock: its PTTL in milliseconds (-1: no expiry);
 --   the waiter, if given, is then queued;
 --   -3 when the request was cancelled (KEYS[2] exists): nothing is changed;
@@ -23,7 +23,7 @@ local lease = tonumber(ARGV[1])
 local owner = ARGV[2]
 local expected = tonumber(ARGV[3])
 local waiter = ARGV[4]
-local queued = ARGV[5] == '1'
+local queued = ARGV[5]
 local queueTtl = tonumber(ARGV[6])
 
 if redis.call('exists', requestKey) == 1 then
@@ -35,8 +35,8 @@ if held == expected + 1 then
   -- Handed over to this owner while it waited, or the reply to this request was lost and the
   -- caller is asking again: either way it holds the lock now.
   redis.call('pexpire', lockKey, lease)
-  if queued then
-    redis.call('zrem', queueKey, waiter)
+  if queued == 'in' or queued == 'maybe' then
+    redis.call('lrem', queueKey, 1, waiter)
   end
   return nil
 end
@@ -46,14 +46,12 @@ end
 if held == 0 then
   local pttl = redis.call('pttl', lockKey)
   if pttl ~= -2 then
-    if waiter ~= '' then
-      local now = redis.call('time')
-      redis.call('zadd', queueKey, 'NX', now[1] * 1000000 + now[2], waiter)
-      -- The queue outlives the current holder's lease; every waiter's attempt extends it.
-      local keep = math.max(pttl, 0) + queueTtl
-      if redis.call('pttl', queueKey) < keep then
-        redis.call('pexpire', queueKey, keep)
-      end
+    if queued == 'new' or (queued == 'maybe' and not redis.call('lpos', queueKey, waiter)) then
+      redis.call('rpush', queueKey, waiter)
+    end
+    if queued ~= '' and queued ~= 'in' then
+      -- The queue outlives the current holder's lease; waiters that queue extend it.
+      redis.call('pexpire', queueKey, math.max(pttl, 0) + queueTtl)
     end
     return pttl
   end
@@ -61,7 +59,7 @@ end
 
 redis.call('hincrby', lockKey, owner, 1)
 redis.call('pexpire', lockKey, lease)
-if queued then
-  redis.call('zrem', queueKey, waiter)
+if queued == 'in' or queued == 'maybe' then
+  redis.call('lrem', queueKey, 1, waiter)
 end
 return nil

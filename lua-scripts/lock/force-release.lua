@@ -1,16 +1,16 @@
 -- Deletes a lock whoever holds it, and hands it to the next waiter or publishes `0`.
 -- KEYS[1] lock key
--- KEYS[2] unlock channel: `redisson_lock__channel:{<lock key>}`
--- KEYS[3] wait queue: sorted set of waiters (see include/hand-over.lua)
+-- KEYS[2] wait queue: list of waiters in arrival order (see include/hand-over.lua)
+-- ARGV[1] unlock channel: `redisson_lock__channel:{<lock key>}`
 -- Returns 1 when a lock was deleted, 0 when the key did not exist.
 local lockKey = KEYS[1]
-local channel = KEYS[2]
-local queueKey = KEYS[3]
+local queueKey = KEYS[2]
+local channel = ARGV[1]
 
 -- @include hand-over
 
 if redis.call('del', lockKey) == 1 then
-  handOver(lockKey, channel, queueKey)
+  handOver(lockKey, queueKey, channel)
   return 1
 end
 return 0

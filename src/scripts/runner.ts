@@ -42,6 +42,67 @@ function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
 
+/** A command waiting for its reply, linked into the queue of its timeout. */
+interface Pending {
+  readonly deadline: number;
+  readonly expire: () => void;
+  prev: Pending | undefined;
+  next: Pending | undefined;
+}
+
+/**
+ * Deadlines of commands that share one timeout. They are added in deadline order, so one
+ * timer for the earliest serves them all, instead of one timer per command; a command that
+ * gets its reply unlinks itself at once, so nothing is kept for replies already in.
+ */
+class TimeoutQueue {
+  #head: Pending | undefined;
+  #tail: Pending | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt = 0;
+
+  add(deadline: number, expire: () => void): Pending {
+    const entry: Pending = { deadline, expire, prev: this.#tail, next: undefined };
+    if (this.#tail === undefined) this.#head = entry;
+    else this.#tail.next = entry;
+    this.#tail = entry;
+    if (this.#timer === undefined) this.#arm(deadline);
+    return entry;
+  }
+
+  remove(entry: Pending): void {
+    if (entry.prev === undefined) {
+      if (this.#head !== entry) return;
+      this.#head = entry.next;
+    } else {
+      entry.prev.next = entry.next;
+    }
+    if (entry.next === undefined) this.#tail = entry.prev;
+    else entry.next.prev = entry.prev;
+    entry.prev = undefined;
+    entry.next = undefined;
+  }
+
+  #arm(deadline: number): void {
+    this.#timerAt = deadline;
+    this.#timer = setTimeout(() => this.#fire(), Math.max(0, deadline - performance.now()));
+    this.#timer.unref();
+  }
+
+  #fire(): void {
+    this.#timer = undefined;
+    const now = performance.now();
+    // The timer may fire a little early by the clock; nothing expires before its deadline.
+    for (let entry = this.#head; entry !== undefined && entry.deadline <= Math.max(now, this.#timerAt);) {
+      const next = entry.next;
+      this.remove(entry);
+      entry.expire();
+      entry = next;
+    }
+    if (this.#head !== undefined) this.#arm(this.#head.deadline);
+  }
+}
+
 /**
  * Runs embedded scripts: EVALSHA, and on NOSCRIPT (a restarted or flushed server) the same
  * call as EVAL, which also puts the script back in the server's cache.
@@ -50,6 +111,14 @@ function isNoScript(error: unknown): boolean {
 export class ScriptRunner {
   readonly #client: LockRedisClient;
   readonly #timeoutMs: number;
+  readonly #queues = new Map<number, TimeoutQueue>();
+  /**
+   * Commands sent within a few milliseconds of each other share an AbortController: aborting
+   * only affects commands not yet written out, and any such command of the slice is about to
+   * time out as well.
+   */
+  #abort: AbortController | undefined;
+  #abortUntil = 0;
 
   constructor(client: LockRedisClient, timeoutMs: number) {
     this.#client = client;
@@ -62,34 +131,59 @@ export class ScriptRunner {
     args: readonly string[],
     timeoutMs = this.#timeoutMs,
   ): Promise<unknown> {
-    const rest = [String(keys.length), ...keys, ...args];
+    const command = ['EVALSHA', script.sha1, String(keys.length), ...keys, ...args];
     try {
-      return await this.send(['EVALSHA', script.sha1, ...rest], timeoutMs);
+      return await this.send(command, timeoutMs);
     } catch (error) {
       if (!isNoScript(error)) throw error;
-      return this.send(['EVAL', script.source, ...rest], timeoutMs);
+      command[0] = 'EVAL';
+      command[1] = script.source;
+      return this.send(command, timeoutMs);
     }
   }
 
   /** One command with the command timeout: node-redis waits forever once a command is written. */
   send(args: string[], timeoutMs = this.#timeoutMs): Promise<unknown> {
+    const now = performance.now();
+    let abort: AbortController | undefined;
     // Aborting takes a command that was never written out of node-redis's queue, so a call
-    // given up while disconnected cannot run later, after the caller has moved on.
-    const abort = new AbortController();
-    const reply = this.#client.sendCommand(args, { abortSignal: abort.signal });
+    // given up while disconnected cannot run later, after the caller has moved on. A ready
+    // client writes the command out at once, so it needs none.
+    if (this.#client.isReady !== true) {
+      if (this.#abort === undefined || now >= this.#abortUntil || this.#abort.signal.aborted) {
+        this.#abort = new AbortController();
+        this.#abortUntil = now + Math.min(50, timeoutMs / 10);
+      }
+      abort = this.#abort;
+    }
+    const reply =
+      abort === undefined
+        ? this.#client.sendCommand(args)
+        : this.#client.sendCommand(args, { abortSignal: abort.signal });
+    let queue = this.#queues.get(timeoutMs);
+    if (queue === undefined) {
+      queue = new TimeoutQueue();
+      this.#queues.set(timeoutMs, queue);
+    }
+    const timeouts = queue;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        abort.abort();
+      let settled = false;
+      const entry = timeouts.add(now + timeoutMs, () => {
+        settled = true;
+        abort?.abort();
         reject(new CommandTimeoutError(timeoutMs));
-      }, timeoutMs);
-      timer.unref();
+      });
       reply.then(
         (value) => {
-          clearTimeout(timer);
+          if (settled) return;
+          settled = true;
+          timeouts.remove(entry);
           resolve(value);
         },
         (error: unknown) => {
-          clearTimeout(timer);
+          if (settled) return;
+          settled = true;
+          timeouts.remove(entry);
           reject(error instanceof Error ? error : new Error(String(error)));
         },
       );
