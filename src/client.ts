@@ -355,23 +355,29 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     args: readonly string[],
     keepTrying: (attempt: number) => boolean,
     timeoutMs = this.#commandTimeoutMs,
+    until = Number.POSITIVE_INFINITY,
   ): Promise<unknown> {
+    // No try, and no wait between tries, outlasts `until`.
+    const tryTimeout = (): number => Math.max(1, Math.min(timeoutMs, until - performance.now()));
     const retryable = (error: unknown, attempt: number): boolean =>
-      !this.#closed && isTransient(error) && keepTrying(attempt);
+      !this.#closed && isTransient(error) && performance.now() < until && keepTrying(attempt);
     // The first try goes out directly: the retry machinery is for the rare failure, not the
     // hot path of every acquire and release.
     try {
-      return await this.#runner.run(script, keys, args, timeoutMs);
+      return await this.#runner.run(script, keys, args, tryTimeout());
     } catch (error) {
       if (!retryable(error, 1)) throw error;
     }
-    return pRetry(() => this.#runner.run(script, keys, args, timeoutMs), {
+    return pRetry(() => this.#runner.run(script, keys, args, tryTimeout()), {
       retries: 1_000,
       minTimeout: 20,
       maxTimeout: 1_000,
       factor: 2,
       randomize: true,
       unref: true,
+      maxRetryTime: Number.isFinite(until)
+        ? Math.max(0, until - performance.now())
+        : Number.POSITIVE_INFINITY,
       shouldRetry: ({ error, attemptNumber }) => retryable(error, attemptNumber + 1),
     });
   }
@@ -446,6 +452,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       let expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
       let tryNow = joined.fresh || generationBefore !== waiter.generation || ticket.queued !== 'in';
       for (;;) {
+        if (!ticket.granted && performance.now() >= deadline) return null;
         if (!tryNow && !ticket.granted) {
           const remaining = deadline - performance.now();
           if (remaining <= 0) return null;
@@ -476,8 +483,15 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       if (ticket !== undefined) {
         this.#tickets.delete(ticket.id);
         ticket.waiter = undefined;
-        // A caller that gave up is neither queued nor holding when its call returns.
-        if (!acquired && ticket.queued !== 'new' && !this.#closed) await this.#withdraw(ticket);
+        if (!acquired && ticket.queued !== 'new' && !this.#closed) {
+          // A caller that gave up is neither queued nor holding when its call returns, as long
+          // as Redis answers by its deadline plus a command timeout; otherwise the withdrawal
+          // goes on after the call returned.
+          const budget = Number.isFinite(deadline)
+            ? deadline + this.#commandTimeoutMs - performance.now()
+            : this.#commandTimeoutMs;
+          await this.#withdrawWithin(ticket, budget);
+        }
       }
     }
   }
@@ -499,14 +513,36 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     return ticket;
   }
 
+  /** Withdraws a ticket, waiting at most `ms` for it. */
+  async #withdrawWithin(ticket: Ticket, ms: number): Promise<void> {
+    const withdrawn = this.#withdraw(ticket);
+    if (ms <= 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      withdrawn,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, ms);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
   /**
    * Takes a ticket whose waiter gave up out of the queue; if a release handed it the lock
-   * meanwhile, passes the lock on. Runs after this owner's other requests on the lock. If it
-   * fails, the ticket is remembered so a later hand-over to it is passed on when heard.
+   * meanwhile, passes the lock on. Runs after this owner's other requests on the lock. Until it
+   * is done the ticket is remembered, so a hand-over to it that is heard meanwhile (or after it
+   * failed) is passed on as well.
    */
   async #withdraw(ticket: Ticket): Promise<void> {
     const { target, field, member } = ticket;
     const chain = chainId(target.key, field);
+    const now = performance.now();
+    for (const [id, left] of this.#leftTickets) {
+      if (now - left.leftAt < LEFT_TICKET_TTL_MS) break;
+      this.#leftTickets.delete(id);
+    }
+    this.#leftTickets.set(ticket.id, { ticket, leftAt: now });
     try {
       await this.#chains.run(chain, async () => {
         this.#assertOpen();
@@ -519,14 +555,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           (attempt) => attempt < 3,
         );
       });
+      this.#leftTickets.delete(ticket.id);
     } catch {
-      if (this.#closed) return;
-      const now = performance.now();
-      for (const [id, left] of this.#leftTickets) {
-        if (now - left.leftAt < LEFT_TICKET_TTL_MS) break;
-        this.#leftTickets.delete(id);
-      }
-      this.#leftTickets.set(ticket.id, { ticket, leftAt: now });
+      // Remembered: a late hand-over to it is passed on when heard.
     }
   }
 
@@ -628,8 +659,10 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           luaScripts['lock/acquire'],
           keys,
           args,
-          (attempt) =>
-            attempt < 3 || (Number.isFinite(deadline) ? performance.now() < deadline : attempt < 6),
+          // A call with a deadline ends by it plus one command timeout, whatever Redis does.
+          (attempt) => (Number.isFinite(deadline) ? performance.now() < deadline : attempt < 6),
+          this.#commandTimeoutMs,
+          deadline + this.#commandTimeoutMs,
         );
       } catch (error) {
         if (isTransient(error)) {

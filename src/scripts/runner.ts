@@ -51,9 +51,9 @@ interface Pending {
 }
 
 /**
- * Deadlines of commands that share one timeout. They are added in deadline order, so one
- * timer for the earliest serves them all, instead of one timer per command; a command that
- * gets its reply unlinks itself at once, so nothing is kept for replies already in.
+ * Deadlines of the commands in flight, in order, so one timer for the earliest serves them all
+ * instead of one timer per command; a command that gets its reply unlinks itself at once, so
+ * nothing is kept for replies already in.
  */
 class TimeoutQueue {
   #head: Pending | undefined;
@@ -62,11 +62,19 @@ class TimeoutQueue {
   #timerAt = 0;
 
   add(deadline: number, expire: () => void): Pending {
-    const entry: Pending = { deadline, expire, prev: this.#tail, next: undefined };
-    if (this.#tail === undefined) this.#head = entry;
-    else this.#tail.next = entry;
-    this.#tail = entry;
-    if (this.#timer === undefined) this.#arm(deadline);
+    // Nearly always the latest deadline: walk back from the tail for the rest.
+    let before = this.#tail;
+    while (before !== undefined && before.deadline > deadline) before = before.prev;
+    const after = before === undefined ? this.#head : before.next;
+    const entry: Pending = { deadline, expire, prev: before, next: after };
+    if (before === undefined) this.#head = entry;
+    else before.next = entry;
+    if (after === undefined) this.#tail = entry;
+    else after.prev = entry;
+    if (this.#timer === undefined || deadline < this.#timerAt) {
+      if (this.#timer !== undefined) clearTimeout(this.#timer);
+      this.#arm(deadline);
+    }
     return entry;
   }
 
@@ -111,7 +119,7 @@ class TimeoutQueue {
 export class ScriptRunner {
   readonly #client: LockRedisClient;
   readonly #timeoutMs: number;
-  readonly #queues = new Map<number, TimeoutQueue>();
+  readonly #timeouts = new TimeoutQueue();
   /**
    * Commands sent within a few milliseconds of each other share an AbortController: aborting
    * only affects commands not yet written out, and any such command of the slice is about to
@@ -160,12 +168,7 @@ export class ScriptRunner {
       abort === undefined
         ? this.#client.sendCommand(args)
         : this.#client.sendCommand(args, { abortSignal: abort.signal });
-    let queue = this.#queues.get(timeoutMs);
-    if (queue === undefined) {
-      queue = new TimeoutQueue();
-      this.#queues.set(timeoutMs, queue);
-    }
-    const timeouts = queue;
+    const timeouts = this.#timeouts;
     return new Promise((resolve, reject) => {
       let settled = false;
       const entry = timeouts.add(now + timeoutMs, () => {
