@@ -1,0 +1,34 @@
+/**
+ * Vitest config of the least-privilege run that least-privilege.test.ts starts: the
+ * integration suite, with latchkey and MONITOR swapped for the stand-ins in fixtures/ (see
+ * acl-latchkey.ts) and acl-setup.ts loaded before each file. Not for running by hand.
+ */
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
+const redisModule = process.env['LATCHKEY_TEST_REDIS_MODULE'];
+const report = process.env['LATCHKEY_ACL_REPORT'];
+
+export default defineConfig({
+  root: here('../..'),
+  resolve: {
+    alias: [
+      // Exactly the specifier test/integration and test/support use; the stand-in itself
+      // imports the real module as ../../../src/index.js.
+      { find: /^\.\.\/\.\.\/src\/index\.js$/, replacement: here('./fixtures/acl-latchkey.ts') },
+      { find: /^(?:\.\.\/support|\.)\/monitor\.js$/, replacement: here('./fixtures/acl-monitor.ts') },
+      ...(redisModule === undefined ? [] : [{ find: /^redis$/, replacement: redisModule }]),
+    ],
+  },
+  test: {
+    include: ['test/integration/**/*.test.ts'],
+    setupFiles: [here('./acl-setup.ts')],
+    pool: 'forks',
+    // One file at a time: the outer suite already runs two, and some files time things.
+    maxWorkers: 1,
+    reporters: report === undefined ? ['default'] : ['default', ['json', { outputFile: report }]],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+  },
+});

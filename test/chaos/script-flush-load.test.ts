@@ -1,0 +1,190 @@
+/**
+ * SCRIPT FLUSH every 100 ms while several clients and owners take, re-enter and release a few
+ * contended locks: not one operation fails. Each flush empties the server's script cache, so
+ * the calls after it go through the EVALSHA -> NOSCRIPT -> EVAL fallback, renewals included.
+ * The single-flush cases are in test/integration/script-flush.test.ts.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { LockClient, LockLostEvent } from '../../src/index.js';
+import { uniquePrefix } from '../support/keys.js';
+import { startRedis, type RedisInstance } from '../support/redis-server.js';
+import { testResources, type Redis } from '../support/resources.js';
+import { sleep, within } from '../support/wait.js';
+import { scaled } from './scale.js';
+
+const FLUSH_EVERY_MS = 100;
+const OPERATIONS = scaled(1_500, 10_000);
+/** A fast machine may finish the operations in a few flushes; keep going until this many. */
+const MIN_FLUSHES = scaled(10, 50);
+const CLIENTS = 3;
+const OWNERS_PER_CLIENT = 3;
+const KEYS = 4;
+const CALL_BOUND_MS = 20_000;
+
+/** One field of an INFO section line such as `cmdstat_eval:calls=12,usec=...`. */
+function infoCount(info: string, line: string, field: string): number {
+  const match = new RegExp(`^${line}:.*\\b${field}=(\\d+)`, 'm').exec(info);
+  return match?.[1] === undefined ? 0 : Number(match[1]);
+}
+
+function randomInt(below: number): number {
+  return Math.floor(Math.random() * below);
+}
+
+describe('SCRIPT FLUSH every 100 ms under load', () => {
+  let server: RedisInstance;
+  let admin: Redis;
+  const perFile = testResources(() => server.url);
+  const res = testResources(() => server.url);
+  let unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown): void => {
+    unhandled.push(reason);
+  };
+
+  beforeAll(async () => {
+    // SCRIPT FLUSH is server-wide: never on a server other tests share.
+    server = await startRedis();
+    admin = await perFile.connect();
+  });
+
+  beforeEach(() => {
+    unhandled = [];
+    process.on('unhandledRejection', onUnhandled);
+  });
+
+  afterEach(async () => {
+    process.off('unhandledRejection', onUnhandled);
+    await res.closeAll();
+  });
+
+  afterAll(async () => {
+    await perFile.closeAll();
+    await server.stop();
+  });
+
+  it(`acquire/re-enter/release: 0 of ${OPERATIONS} operations fail`, async () => {
+    const prefix = uniquePrefix('flush-load');
+    const clients: LockClient[] = [];
+    const lost: LockLostEvent[] = [];
+    for (let c = 0; c < CLIENTS; c += 1) {
+      const locks = await res.lockClient({ keyPrefix: prefix, watchdogTimeoutMs: 1_000 });
+      locks.on('lockLost', (event) => lost.push(event));
+      clients.push(locks);
+    }
+    const [longClient] = clients;
+    if (longClient === undefined) throw new Error('no clients');
+    await admin.sendCommand(['CONFIG', 'RESETSTAT']);
+
+    // Held through the whole run: its watchdog renewals meet flushed caches too.
+    const longHeld = await longClient.lock('long:held').acquire();
+
+    let flushing = true;
+    let flushes = 0;
+    let operations = 0;
+    let cycles = 0;
+    let contended = 0;
+    const failures: { what: string; error: unknown }[] = [];
+    const violations: string[] = [];
+    /** Owners inside each lock right now, across every client: never more than one. */
+    const inside = new Map<string, number>();
+
+    /** `calls`: how many lock operations `call` stands for (withLock is an acquire and a release). */
+    const op = async <T>(what: string, call: Promise<T>, calls = 1): Promise<T | undefined> => {
+      try {
+        const value = await within(call, CALL_BOUND_MS, what);
+        operations += calls;
+        return value;
+      } catch (error) {
+        failures.push({ what, error });
+        return undefined;
+      }
+    };
+
+    const owner = async (locks: LockClient): Promise<void> => {
+      while ((operations < OPERATIONS || flushes < MIN_FLUSHES) && failures.length === 0) {
+        const name = `shared:${randomInt(KEYS)}`;
+        const lock = locks.lock(name);
+        const key = `${prefix}${name}`;
+        if ((inside.get(key) ?? 0) > 0) contended += 1;
+        // withLock gives the cycle one owner, so the nested acquire re-enters.
+        await op(
+          'withLock (acquire + release)',
+          lock.withLock(
+            async (outer) => {
+              const before = inside.get(key) ?? 0;
+              if (before !== 0) violations.push(`${name} entered while ${before} other owner(s) held it`);
+              inside.set(key, before + 1);
+              try {
+                if (outer.holdCount !== 1) violations.push(`outer hold count ${outer.holdCount}`);
+                const inner = await op('re-entering acquire', lock.acquire({ waitMs: 0 }));
+                if (inner === undefined) return;
+                if (inner.holdCount !== 2) violations.push(`re-entered hold count ${inner.holdCount}`);
+                // Now and then, what Redis holds: one owner, two holds.
+                if (cycles % 10 === 0) {
+                  const counts = await admin.hVals(key);
+                  if (counts.length !== 1 || counts[0] !== '2') {
+                    violations.push(`${name} holds ${JSON.stringify(counts)} while re-entered`);
+                  }
+                }
+                await sleep(randomInt(3));
+                await op('inner release', inner.release());
+              } finally {
+                inside.set(key, (inside.get(key) ?? 1) - 1);
+              }
+            },
+            { waitMs: CALL_BOUND_MS / 2 },
+          ),
+          2,
+        );
+        cycles += 1;
+      }
+    };
+
+    const flusher = (async (): Promise<void> => {
+      while (flushing) {
+        await admin.sendCommand(['SCRIPT', 'FLUSH']);
+        flushes += 1;
+        await sleep(FLUSH_EVERY_MS);
+      }
+    })();
+
+    const startedAt = performance.now();
+    const owners: Promise<void>[] = [];
+    for (const locks of clients) {
+      for (let o = 0; o < OWNERS_PER_CLIENT; o += 1) owners.push(owner(locks));
+    }
+    await Promise.all(owners);
+    const elapsedMs = performance.now() - startedAt;
+    flushing = false;
+    await flusher;
+
+    expect(failures.map(({ what, error }) => `${what}: ${String(error)}`)).toEqual([]);
+    expect(violations).toEqual([]);
+    expect(operations).toBeGreaterThanOrEqual(OPERATIONS);
+    // The run lasted through many flushes, and they did force the EVAL fallback.
+    const info = await admin.info('commandstats');
+    const evals = infoCount(info, 'cmdstat_eval', 'calls');
+    const evalshas = infoCount(info, 'cmdstat_evalsha', 'calls');
+    const noscript = infoCount(await admin.info('errorstats'), 'errorstat_NOSCRIPT', 'count');
+    expect(flushes).toBeGreaterThanOrEqual(MIN_FLUSHES);
+    expect(evals).toBeGreaterThanOrEqual(flushes / 2);
+    expect(noscript).toBeGreaterThanOrEqual(flushes / 2);
+
+    // The long hold was renewed across every flush.
+    expect(lost).toEqual([]);
+    expect(longHeld.signal.aborted).toBe(false);
+    expect(await admin.hVals(longHeld.key)).toEqual(['1']);
+    await longHeld.release();
+
+    // Nothing is left behind.
+    for (let k = 0; k < KEYS; k += 1) expect(await admin.exists(`${prefix}shared:${k}`)).toBe(0);
+    expect(await admin.exists(longHeld.key)).toBe(0);
+    await sleep(50);
+    expect(unhandled).toEqual([]);
+    console.info(
+      `[script-flush-load] ${operations} operations in ${cycles} cycles over ${Math.round(elapsedMs)} ms ` +
+        `(${contended} started on a lock another owner held), ${flushes} flushes, ` +
+        `${noscript} NOSCRIPT replies, ${evals} EVAL / ${evalshas} EVALSHA calls, 0 failures`,
+    );
+  }, 120_000);
+});
