@@ -1,0 +1,19 @@
+// The registry of contender adapters, by the key used in results and on the command line.
+import { floor2Evalsha } from './floor-2evalsha.js';
+import { floorSetnx } from './floor-setnx.js';
+import { latchkey } from './latchkey.js';
+import { nodeRedisson } from './node-redisson.js';
+import { redisSemaphore } from './redis-semaphore.js';
+import { redlock } from './redlock.js';
+import { simpleRedisMutex } from './simple-redis-mutex.js';
+import type { Adapter, ContenderName } from './types.js';
+
+export const ADAPTERS: Readonly<Record<ContenderName, Adapter>> = {
+  latchkey,
+  redlock,
+  'redis-semaphore': redisSemaphore,
+  'node-redisson': nodeRedisson,
+  'simple-redis-mutex': simpleRedisMutex,
+  'floor-setnx': floorSetnx,
+  'floor-2evalsha': floor2Evalsha,
+};

@@ -1,0 +1,65 @@
+// The small interface every contender adapter implements, so scenarios never know which lock
+// library they are driving.
+
+export const CONTENDER_NAMES = [
+  'latchkey',
+  'redlock',
+  'redis-semaphore',
+  'node-redisson',
+  'simple-redis-mutex',
+  'floor-setnx',
+  'floor-2evalsha',
+] as const;
+
+export type ContenderName = (typeof CONTENDER_NAMES)[number];
+
+/** How a contender waits for a lock that someone else holds. */
+export type WaitStyle = 'pubsub' | 'polling' | 'none';
+
+export interface Capabilities {
+  readonly wait: WaitStyle;
+  /** The same owner may take the lock again while holding it. */
+  readonly reentrant: boolean;
+  /** Some background renewal keeps a held lock alive (a watchdog or a refresh timer). */
+  readonly renews: boolean;
+  /** A reference floor, not a lock library. */
+  readonly floor: boolean;
+}
+
+export interface SessionOptions {
+  readonly url: string;
+  /** CLIENT SETNAME for the session's connections, so the server side can tell them apart. */
+  readonly name: string;
+  /**
+   * Lease (or watchdog timeout) to use instead of the library default, for scenarios that must
+   * see renewals within seconds. Undefined: the library's default.
+   */
+  readonly leaseMs?: number;
+}
+
+export interface Held {
+  release(): Promise<void>;
+}
+
+export interface Session {
+  acquire(key: string): Promise<Held>;
+  /**
+   * Runs `body` while holding `key`; `reenter` takes the same lock again as the same owner.
+   * Present only for reentrant contenders.
+   */
+  withReentry?(key: string, body: (reenter: () => Promise<Held>) => Promise<void>): Promise<void>;
+  /**
+   * Times the contender gave up waiting at its own defaults and the adapter tried again (an
+   * outer retry loop); 0 for contenders that wait until they get the lock.
+   */
+  readonly giveUps: number;
+  close(): Promise<void>;
+}
+
+export interface Adapter {
+  readonly name: ContenderName;
+  readonly caps: Capabilities;
+  /** Renewal period at `leaseMs` (or at the default when undefined), for renewals per interval. */
+  renewIntervalMs?(leaseMs: number | undefined): number;
+  connect(options: SessionOptions): Promise<Session>;
+}

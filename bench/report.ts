@@ -1,0 +1,369 @@
+// Renders a run's results as Markdown (a table per scenario, the environment, the targets) and
+// as a small hand-written SVG chart (handoff latency; round trips and commands per acquisition).
+import type { Metrics } from './scenarios/common.js';
+import type { Results } from './results-model.js';
+
+const PEERS = ['redlock', 'redis-semaphore', 'node-redisson', 'simple-redis-mutex'] as const;
+const POLLING = ['redlock', 'redis-semaphore'] as const;
+const SCENARIO_ORDER = [
+  'uncontended',
+  'uncontended-distinct',
+  'handoff',
+  'contended-8',
+  'contended-32',
+  'manyKeys-1000',
+  'manyKeys-10000',
+  'reentry',
+];
+
+const DESCRIPTIONS: Readonly<Record<string, string>> = {
+  uncontended:
+    'acquire + release of one key, one after another in one process (after a warm-up). roundTripsPerCycle: requests the client sent per cycle, counted by a proxy in a separate pass.',
+  'uncontended-distinct': 'the same on a fresh key every cycle (same metric names).',
+  handoff:
+    "a holder in one process releases while a waiter in another is blocked in acquire (the parent waits for the waiter to report it called acquire, then 25 ms); from the stamp right before release() to the stamp right after the waiter's acquire resolved. Polling peers are capped in time (target 500 handoffs full / 200 quick; at least 200 / 50 for polling peers).",
+  'contended-8':
+    '8 contenders over 4 processes, one key, 1 ms hold (a real timer await), no think time, fixed duration after a common start. acqPerSec, jain, maxWaitMs from the timing pass; cmdsPerAcq (INFO commandstats delta, script-internal calls included, INFO itself excluded) and redisCpuUsPerAcq (used_cpu_user+sys delta) from the same pass; roundTripsPerAcq from a separate pass through a counting proxy (requests the clients sent). giveUps: times the library gave up at its defaults and the adapter asked again.',
+  'contended-32': 'the same with 32 contenders.',
+  'manyKeys-1000':
+    "one session holds that many locks, a second session in the same process waits on each. subscriptions: server pubsub_channels delta; heapBytesPerLock: heap delta after GC for both sessions, per lock; renewCallsPerInterval: the holder session's requests (proxy) per renewal interval, with a 3 s lease/watchdog for contenders that renew (a long fixed lease otherwise); serverCmdsPerSec: commands Redis executed per second in that window (INFO commandstats: renewals, polling waiters, script internals); waiters connect directly, only the holder goes through the proxy.",
+  'manyKeys-10000': 'the same with 10,000 locks.',
+  reentry:
+    'inside a held lock, take it again as the same owner and release the inner hold: p50 of that pair.',
+};
+
+function fmt(value: number | undefined): string {
+  if (value === undefined) return '–';
+  if (Number.isInteger(value)) return String(value);
+  const abs = Math.abs(value);
+  return abs >= 100 ? value.toFixed(1) : abs >= 1 ? value.toFixed(3) : value.toFixed(4);
+}
+
+function metric(results: Results, scenario: string, contender: string, name: string): number | undefined {
+  return results.scenarios[scenario]?.[contender]?.[name];
+}
+
+type Verdict = { readonly target: string; readonly status: 'pass' | 'miss' | 'n/a'; readonly detail: string };
+
+function verdict(target: string, ok: boolean | undefined, detail: string): Verdict {
+  return { target, status: ok === undefined ? 'n/a' : ok ? 'pass' : 'miss', detail };
+}
+
+function ratio(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined || b === undefined || b === 0 ? undefined : a / b;
+}
+
+function x(value: number | undefined): string {
+  return value === undefined ? 'n/a' : `${value.toFixed(2)}x`;
+}
+
+export function targets(results: Results): Verdict[] {
+  const verdicts: Verdict[] = [];
+  const m = (scenario: string, contender: string, name: string): number | undefined =>
+    metric(results, scenario, contender, name);
+
+  const uncLk = m('uncontended', 'latchkey', 'p50Ms');
+  const uncFloor = m('uncontended', 'floor-2evalsha', 'p50Ms');
+  const floorRatio = ratio(uncLk, uncFloor);
+  verdicts.push(
+    verdict(
+      'uncontended p50 within 1.15x of floor-2evalsha',
+      floorRatio === undefined ? undefined : floorRatio <= 1.15,
+      `latchkey ${fmt(uncLk)} ms / floor-2evalsha ${fmt(uncFloor)} ms = ${x(floorRatio)}`,
+    ),
+  );
+  const peerUnc = PEERS.map((peer) => [peer, m('uncontended', peer, 'p50Ms')] as const).filter(
+    (entry): entry is readonly [(typeof PEERS)[number], number] => entry[1] !== undefined,
+  );
+  const fastest = peerUnc.sort((a, b) => a[1] - b[1])[0];
+  verdicts.push(
+    verdict(
+      'uncontended p50 no slower than the fastest peer',
+      uncLk === undefined || fastest === undefined ? undefined : uncLk <= fastest[1],
+      fastest === undefined
+        ? 'no peer measured'
+        : `latchkey ${fmt(uncLk)} ms vs ${fastest[0]} ${fmt(fastest[1])} ms = ${x(ratio(uncLk, fastest[1]))}`,
+    ),
+  );
+
+  const hoLk = m('handoff', 'latchkey', 'p50Ms');
+  verdicts.push(
+    verdict('handoff p50 < 1 ms', hoLk === undefined ? undefined : hoLk < 1, `latchkey ${fmt(hoLk)} ms`),
+  );
+  for (const peer of POLLING) {
+    const theirs = m('handoff', peer, 'p50Ms');
+    const r = ratio(theirs, hoLk);
+    verdicts.push(
+      verdict(
+        `handoff p50 >= 5x better than ${peer} (polling)`,
+        r === undefined ? undefined : r >= 5,
+        `${peer} ${fmt(theirs)} ms / latchkey ${fmt(hoLk)} ms = ${x(r)}`,
+      ),
+    );
+  }
+  const hoRedisson = m('handoff', 'node-redisson', 'p50Ms');
+  verdicts.push(
+    verdict(
+      'handoff p50 no worse than node-redisson',
+      hoLk === undefined || hoRedisson === undefined ? undefined : hoLk <= hoRedisson,
+      `latchkey ${fmt(hoLk)} ms vs node-redisson ${fmt(hoRedisson)} ms = ${x(ratio(hoLk, hoRedisson))}`,
+    ),
+  );
+
+  const rtLk = m('contended-8', 'latchkey', 'roundTripsPerAcq');
+  verdicts.push(
+    verdict(
+      'contended-8 roundTripsPerAcq <= 3',
+      rtLk === undefined ? undefined : rtLk <= 3,
+      `latchkey ${fmt(rtLk)}`,
+    ),
+  );
+  const rtPeers = PEERS.map((peer) => [peer, m('contended-8', peer, 'roundTripsPerAcq')] as const).filter(
+    (entry): entry is readonly [(typeof PEERS)[number], number] => entry[1] !== undefined,
+  );
+  const lowestPeer = [...rtPeers].sort((a, b) => a[1] - b[1])[0];
+  verdicts.push(
+    verdict(
+      'contended-8 roundTripsPerAcq lowest of all contenders (floors do not run contended)',
+      rtLk === undefined || lowestPeer === undefined ? undefined : rtLk <= lowestPeer[1],
+      `latchkey ${fmt(rtLk)}; ${rtPeers.map(([peer, value]) => `${peer} ${fmt(value)}`).join(', ')}`,
+    ),
+  );
+  for (const name of ['cmdsPerAcq', 'redisCpuUsPerAcq']) {
+    const ours = m('contended-8', 'latchkey', name);
+    const theirs = m('contended-8', 'node-redisson', name);
+    const r = ratio(ours, theirs);
+    verdicts.push(
+      verdict(
+        `contended-8 ${name} <= 1/3 of node-redisson's`,
+        r === undefined ? undefined : r <= 1 / 3,
+        `latchkey ${fmt(ours)} / node-redisson ${fmt(theirs)} = ${x(r)} (needs <= 0.33x)`,
+      ),
+    );
+  }
+  const jainLk = m('contended-8', 'latchkey', 'jain');
+  verdicts.push(
+    verdict(
+      'contended-8 jain >= 0.9',
+      jainLk === undefined ? undefined : jainLk >= 0.9,
+      `latchkey ${fmt(jainLk)}`,
+    ),
+  );
+  const renew = m('manyKeys-10000', 'latchkey', 'renewCallsPerInterval');
+  verdicts.push(
+    verdict(
+      '10,000 held locks renewed with <= 100 Redis calls per interval',
+      // No call at all means the holds were no longer renewed (lost), not a cheap watchdog.
+      renew === undefined ? undefined : renew > 0 && renew <= 100,
+      `latchkey ${fmt(renew)} calls per interval${renew === 0 ? ' (none: the holds were no longer being renewed)' : ''}`,
+    ),
+  );
+  return verdicts;
+}
+
+function scenarioTable(results: Results, scenario: string): string[] {
+  const rows = results.scenarios[scenario] ?? {};
+  const failed = results.failed[scenario] ?? {};
+  const skipped = results.skipped[scenario] ?? {};
+  const notes = results.notes[scenario] ?? {};
+  const metricsOf = (entry: Metrics | undefined): string[] => Object.keys(entry ?? {});
+  const columns = [
+    ...new Set([
+      ...Object.values(rows).flatMap(metricsOf),
+      ...Object.values(failed).flatMap((entry) => metricsOf(entry.metrics)),
+    ]),
+  ];
+  const lines = [`## ${scenario}`, '', DESCRIPTIONS[scenario] ?? '', ''];
+  if (columns.length > 0) {
+    lines.push(`| contender | status | ${columns.join(' | ')} |`);
+    lines.push(`|---|---|${columns.map(() => '---:').join('|')}|`);
+    for (const [contender, entry] of Object.entries(rows)) {
+      lines.push(`| ${contender} | ok | ${columns.map((c) => fmt(entry[c])).join(' | ')} |`);
+    }
+    for (const [contender, entry] of Object.entries(failed)) {
+      lines.push(`| ${contender} | **FAILED** | ${columns.map(() => '–').join(' | ')} |`);
+      void entry;
+    }
+    lines.push('');
+  }
+  for (const [contender, entry] of Object.entries(failed))
+    lines.push(`- **${contender} failed**: ${entry.reason}`);
+  for (const [contender, reason] of Object.entries(skipped)) lines.push(`- ${contender} skipped: ${reason}`);
+  for (const [contender, list] of Object.entries(notes))
+    for (const note of list) lines.push(`- ${contender}: ${note}`);
+  lines.push('');
+  return lines;
+}
+
+export function renderMarkdown(results: Results): string {
+  const { env } = results;
+  const lines = [
+    '# latchkey benchmark results',
+    '',
+    `Written by \`npm run bench${env.quick ? ' -- --quick' : ''}\` on ${env.date}. ${env.quick ? '**Quick run**: smaller counts, shorter durations.' : 'Full run.'}`,
+    'Runs that broke mutual exclusion or saw an unhandled rejection are reported as FAILED, never as numbers.',
+    '',
+    '## Environment',
+    '',
+    `- CPU: ${env.cpuModel}, ${env.cores} cores (load average at start: ${env.loadAverage.join(', ')})`,
+    `- Node ${env.node}, Redis ${env.redis} (${env.redisServer}), ${env.os}`,
+    `- Worker processes: ${env.processes}`,
+    `- Versions: ${Object.entries(env.peerVersions)
+      .map(([name, v]) => `${name} ${v}`)
+      .join(', ')}`,
+    ...env.notes.map((note) => `- ${note}`),
+    '',
+    '## Targets',
+    '',
+    '| target | result | measured |',
+    '|---|---|---|',
+    ...targets(results).map(
+      (v) =>
+        `| ${v.target} | ${v.status === 'pass' ? 'pass' : v.status === 'miss' ? '**miss**' : 'n/a'} | ${v.detail} |`,
+    ),
+    '',
+  ];
+  const scenarios = new Set([
+    ...Object.keys(results.scenarios),
+    ...Object.keys(results.failed),
+    ...Object.keys(results.skipped),
+  ]);
+  for (const scenario of [...SCENARIO_ORDER, ...scenarios]) {
+    if (!scenarios.has(scenario)) continue;
+    scenarios.delete(scenario);
+    lines.push(...scenarioTable(results, scenario));
+  }
+  lines.push(
+    '## How the numbers are taken',
+    '',
+    '- Each contender runs in its own pool of 4 worker processes (tsx children); contended runs start together on a barrier. Times are `process.hrtime.bigint()` (one monotonic clock for every process); latency percentiles come from HdrHistogram.',
+    '- Round trips are counted by a small TCP proxy in front of Redis (requests the clients sent, scripts counted once), in a pass separate from the timing pass; commands and CPU come from INFO deltas of the timing pass.',
+    '- Every critical section (acquire resolved to release called) of every process is merged and checked for overlap; overlaps or unhandled rejections fail the run.',
+    '- Peers run at their defaults; where the defaults make a peer give up under contention (redlock after 10 retries, redis-semaphore after 10 s), the adapter asks again and counts it (`giveUps`).',
+    '',
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+// ---- SVG ----------------------------------------------------------------------------------
+
+const COLORS = ['#1f77b4', '#ff7f0e'];
+
+function escape(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+interface Panel {
+  readonly title: string;
+  readonly unit: string;
+  readonly log: boolean;
+  readonly series: readonly string[];
+  readonly rows: readonly { readonly label: string; readonly values: readonly (number | undefined)[] }[];
+}
+
+function panel(p: Panel, top: number, width: number): { svg: string; height: number } {
+  const left = 150;
+  const barHeight = 10;
+  const rowHeight = p.series.length * barHeight + 8;
+  const plotWidth = width - left - 80;
+  const values = p.rows.flatMap((row) => row.values).filter((v): v is number => v !== undefined && v > 0);
+  const max = values.length === 0 ? 1 : Math.max(...values);
+  const min = values.length === 0 ? 1 : Math.min(...values);
+  const lo = p.log ? 10 ** Math.floor(Math.log10(min)) : 0;
+  const hi = p.log ? 10 ** Math.ceil(Math.log10(max)) : max * 1.1;
+  const scale = (v: number): number =>
+    p.log
+      ? ((Math.log10(v) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * plotWidth
+      : (v / hi) * plotWidth;
+  const parts: string[] = [];
+  parts.push(`<text x="10" y="${top + 16}" font-size="14" font-weight="bold">${escape(p.title)}</text>`);
+  p.series.forEach((name, i) => {
+    parts.push(
+      `<rect x="${left + i * 120}" y="${top + 24}" width="10" height="10" fill="${COLORS[i % COLORS.length]}"/>`,
+      `<text x="${left + i * 120 + 14}" y="${top + 33}" font-size="11">${escape(name)}</text>`,
+    );
+  });
+  let y = top + 44;
+  for (const row of p.rows) {
+    parts.push(
+      `<text x="${left - 6}" y="${y + rowHeight / 2}" font-size="11" text-anchor="end">${escape(row.label)}</text>`,
+    );
+    row.values.forEach((value, i) => {
+      const by = y + i * barHeight;
+      if (value === undefined || value <= 0) {
+        parts.push(`<text x="${left + 4}" y="${by + 9}" font-size="9" fill="#888">n/a</text>`);
+        return;
+      }
+      const w = Math.max(1, scale(value));
+      parts.push(
+        `<rect x="${left}" y="${by}" width="${w.toFixed(1)}" height="${barHeight - 1}" fill="${COLORS[i % COLORS.length]}"/>`,
+        `<text x="${(left + w + 4).toFixed(1)}" y="${by + 9}" font-size="9">${fmt(value)}${p.unit}</text>`,
+      );
+    });
+    y += rowHeight;
+  }
+  const axisY = y + 4;
+  parts.push(`<line x1="${left}" y1="${axisY}" x2="${left + plotWidth}" y2="${axisY}" stroke="#444"/>`);
+  const ticks = p.log
+    ? Array.from({ length: Math.round(Math.log10(hi / lo)) + 1 }, (_, i) => lo * 10 ** i)
+    : [0, hi / 4, hi / 2, (3 * hi) / 4, hi];
+  for (const tick of ticks) {
+    const tx = left + (p.log ? scale(tick) : (tick / hi) * plotWidth);
+    parts.push(
+      `<line x1="${tx.toFixed(1)}" y1="${axisY}" x2="${tx.toFixed(1)}" y2="${axisY + 4}" stroke="#444"/>`,
+      `<text x="${tx.toFixed(1)}" y="${axisY + 15}" font-size="9" text-anchor="middle">${fmt(tick)}</text>`,
+    );
+  }
+  parts.push(
+    `<text x="${left + plotWidth / 2}" y="${axisY + 28}" font-size="10" text-anchor="middle">${escape(p.unit.trim() === '' ? 'per acquisition' : `${p.unit.trim()}${p.log ? ' (log scale)' : ''}`)}</text>`,
+  );
+  return { svg: parts.join('\n'), height: axisY + 40 - top };
+}
+
+export function renderSvg(results: Results): string {
+  const width = 760;
+  const contenders = ['latchkey', ...PEERS];
+  const handoffRows = contenders.map((label) => ({
+    label,
+    values: [metric(results, 'handoff', label, 'p50Ms'), metric(results, 'handoff', label, 'p99Ms')],
+  }));
+  const costRows = contenders.map((label) => ({
+    label,
+    values: [
+      metric(results, 'contended-8', label, 'roundTripsPerAcq'),
+      metric(results, 'contended-8', label, 'cmdsPerAcq'),
+    ],
+  }));
+  const first = panel(
+    {
+      title: 'Handoff latency (release to waiter acquired)',
+      unit: ' ms',
+      log: true,
+      series: ['p50', 'p99'],
+      rows: handoffRows,
+    },
+    10,
+    width,
+  );
+  const second = panel(
+    {
+      title: 'Per acquisition, 8 contenders on one key',
+      unit: '',
+      log: false,
+      series: ['round trips (client requests)', 'Redis commands (incl. in scripts)'],
+      rows: costRows,
+    },
+    20 + first.height,
+    width,
+  );
+  const height = 30 + first.height + second.height;
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">`,
+    `<rect width="${width}" height="${height}" fill="#fff"/>`,
+    first.svg,
+    second.svg,
+    `<text x="${width - 10}" y="${height - 6}" font-size="9" text-anchor="end" fill="#666">${escape(`${results.env.quick ? 'quick run' : 'full run'}, ${results.env.date}`)}</text>`,
+    '</svg>',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,218 @@
+// Entry of `npm run bench`: starts (or uses) Redis, runs every scenario for every contender in a
+// pool of worker processes, and writes bench/results/latest.{json,md,svg}.
+//   --quick                  smaller counts and shorter runs (under 3 minutes)
+//   --out <dir>              write the results there instead of bench/results
+//   --only <contender,...>   run only these contenders
+//   --scenario <name,...>    run only these scenarios (e.g. handoff, contended, contended-8)
+// With --only or --scenario, results of an earlier run of the same kind (quick or full) in the
+// output directory are kept and only the rerun entries replaced.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, arch, release, type } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ADAPTERS } from './contenders/index.js';
+import { CONTENDER_NAMES, type ContenderName } from './contenders/types.js';
+import { spawnWorkers, type WorkerHandle } from './ipc.js';
+import { flushIfOwned, info, startBenchRedis } from './redis.js';
+import { renderMarkdown, renderSvg } from './report.js';
+import { emptyResults, record, type Env, type Results } from './results-model.js';
+import { contended } from './scenarios/contended.js';
+import { handoff } from './scenarios/handoff.js';
+import { manyKeys } from './scenarios/many-keys.js';
+import { reentry } from './scenarios/reentry.js';
+import { uncontended } from './scenarios/uncontended.js';
+import type { Outcome, Scenario } from './scenarios/common.js';
+
+const SCENARIOS: readonly Scenario[] = [uncontended, reentry, handoff, contended, manyKeys];
+const GROUPS: Readonly<Record<string, Scenario>> = { uncontended, reentry, handoff, contended, manyKeys };
+const PROCESSES = 4;
+const benchDir = dirname(fileURLToPath(import.meta.url));
+const rootDir = resolve(benchDir, '..');
+
+interface Cli {
+  quick: boolean;
+  out: string;
+  only: ContenderName[];
+  scenarios: Set<string> | undefined;
+}
+
+function parseCli(argv: readonly string[]): Cli {
+  const cli: Cli = {
+    quick: false,
+    out: join(benchDir, 'results'),
+    only: [...CONTENDER_NAMES],
+    scenarios: undefined,
+  };
+  for (let i = 0; i < argv.length; i += 1) {
+    const arg = argv[i];
+    const value = (): string => {
+      const next = argv[i + 1];
+      if (next === undefined) throw new Error(`${arg} needs a value`);
+      i += 1;
+      return next;
+    };
+    if (arg === '--quick') cli.quick = true;
+    else if (arg === '--out') cli.out = resolve(value());
+    else if (arg === '--only') {
+      const names = value().split(',');
+      for (const name of names) {
+        if (!(CONTENDER_NAMES as readonly string[]).includes(name)) {
+          throw new Error(`unknown contender ${name}; one of ${CONTENDER_NAMES.join(', ')}`);
+        }
+      }
+      cli.only = names as ContenderName[];
+    } else if (arg === '--scenario') {
+      const known = new Set([...Object.keys(GROUPS), ...SCENARIOS.flatMap((s) => s.names)]);
+      const names = value().split(',');
+      for (const name of names)
+        if (!known.has(name)) throw new Error(`unknown scenario ${name}; one of ${[...known].join(', ')}`);
+      cli.scenarios = new Set(names.flatMap((name) => GROUPS[name]?.names ?? [name]));
+    } else throw new Error(`unknown argument ${String(arg)}`);
+  }
+  return cli;
+}
+
+function version(pkg: string): string {
+  try {
+    const json = JSON.parse(readFileSync(join(rootDir, 'node_modules', pkg, 'package.json'), 'utf8')) as {
+      version?: string;
+    };
+    return json.version ?? 'unknown';
+  } catch {
+    return 'not installed';
+  }
+}
+
+async function environment(redisVersion: string, quick: boolean, spawned: boolean): Promise<Env> {
+  const own = JSON.parse(readFileSync(join(rootDir, 'package.json'), 'utf8')) as { version: string };
+  return Promise.resolve({
+    cpuModel: cpus()[0]?.model ?? 'unknown',
+    cores: cpus().length,
+    node: process.version,
+    redis: redisVersion,
+    os: `${type()} ${release()} ${arch()}`,
+    date: new Date().toISOString(),
+    quick,
+    loadAverage: loadavg().map((load) => Math.round(load * 100) / 100),
+    peerVersions: {
+      latchkey: own.version,
+      redis: version('redis'),
+      ioredis: version('ioredis'),
+      redlock: version('redlock'),
+      'redis-semaphore': version('redis-semaphore'),
+      'node-redisson': version('node-redisson'),
+      'simple-redis-mutex': version('simple-redis-mutex'),
+    },
+    redisServer: spawned ? 'started by the harness (--save "" --appendonly no, loopback)' : 'REDIS_URL',
+    processes: PROCESSES,
+    notes: [],
+  });
+}
+
+function previous(out: string, quick: boolean): Results | undefined {
+  const file = join(out, 'latest.json');
+  if (!existsSync(file)) return undefined;
+  try {
+    const old = JSON.parse(readFileSync(file, 'utf8')) as Results;
+    return old.env.quick === quick ? old : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function main(): Promise<void> {
+  const cli = parseCli(process.argv.slice(2));
+  let parentUnhandled = 0;
+  process.on('unhandledRejection', (error) => {
+    parentUnhandled += 1;
+    console.error('unhandled rejection in the harness:', error);
+  });
+  const redis = await startBenchRedis();
+  const stopRedis = async (): Promise<void> => redis.stop();
+  process.once('SIGINT', () => {
+    void stopRedis().finally(() => process.exit(130));
+  });
+  try {
+    const server = await info(redis.admin, 'server');
+    const env = await environment(server.get('redis_version') ?? 'unknown', cli.quick, redis.spawned);
+    const partial = cli.only.length < CONTENDER_NAMES.length || cli.scenarios !== undefined;
+    const results = (partial ? previous(cli.out, cli.quick) : undefined) ?? emptyResults(env);
+    const keptNotes = results.env.notes.filter((note) => !note.startsWith('harness:'));
+    results.env = { ...env, notes: keptNotes };
+    if (partial)
+      results.env.notes.push(
+        `harness: partial rerun (${process.argv.slice(2).join(' ')}) merged into earlier results`,
+      );
+    const clockBase = process.hrtime.bigint();
+    const started = Date.now();
+    const selected = SCENARIOS.filter(
+      (s) => cli.scenarios === undefined || s.names.some((n) => cli.scenarios?.has(n)),
+    );
+
+    for (const name of cli.only) {
+      const adapter = ADAPTERS[name];
+      console.log(`\n== ${name}`);
+      let workers: WorkerHandle[];
+      try {
+        workers = await spawnWorkers(PROCESSES, clockBase, true);
+      } catch (error) {
+        const reason = `could not start workers: ${error instanceof Error ? error.message : String(error)}`;
+        for (const scenario of selected)
+          for (const n of scenario.names) record(results, n, name, { status: 'skipped', reason });
+        continue;
+      }
+      try {
+        for (const scenario of selected) {
+          await flushIfOwned(redis);
+          const scenarioStart = Date.now();
+          let outcomes: Record<string, Outcome>;
+          try {
+            outcomes = await scenario.run({
+              redis,
+              quick: cli.quick,
+              workers,
+              adapter,
+              keyPrefix: `bench:${name}`,
+              log: (message) => console.log(`   ${message}`),
+            });
+          } catch (error) {
+            const reason = `error: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`;
+            outcomes = Object.fromEntries(
+              scenario.names.map((n) => [n, { status: 'failed' as const, reason }]),
+            );
+          }
+          for (const [scenarioName, outcome] of Object.entries(outcomes)) {
+            if (cli.scenarios !== undefined && !cli.scenarios.has(scenarioName)) continue;
+            record(results, scenarioName, name, outcome);
+            const shown =
+              outcome.status === 'ok'
+                ? JSON.stringify(outcome.metrics)
+                : `${outcome.status}: ${outcome.reason}`;
+            console.log(`  ${scenarioName}: ${shown}`);
+          }
+          console.log(`  (${((Date.now() - scenarioStart) / 1000).toFixed(1)} s)`);
+        }
+      } finally {
+        await Promise.all(workers.map((worker) => worker.stop()));
+      }
+    }
+    if (parentUnhandled > 0)
+      results.env.notes.push(`harness: ${parentUnhandled} unhandled rejection(s) in the parent`);
+    results.env.notes.push(`harness: run took ${Math.round((Date.now() - started) / 1000)} s`);
+    mkdirSync(cli.out, { recursive: true });
+    writeFileSync(join(cli.out, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
+    writeFileSync(join(cli.out, 'latest.md'), renderMarkdown(results));
+    writeFileSync(join(cli.out, 'latest.svg'), renderSvg(results));
+    console.log(`\nwrote ${join(cli.out, 'latest.{json,md,svg}')}`);
+  } finally {
+    await stopRedis();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

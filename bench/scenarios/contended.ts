@@ -1,0 +1,224 @@
+// Scenario "contended-8" / "contended-32": that many contenders spread over the worker
+// processes fight for one key, holding it 1 ms (a real timer await), no think time, for a fixed
+// time after a common start. A timing pass (direct to Redis; INFO deltas for commands and CPU)
+// and a separate round-trip pass through the counting proxy.
+import { nowNs } from '../ipc.js';
+import { CountingProxy, totalOf, type Counts } from '../proxy.js';
+import { costSince, serverCost } from '../redis.js';
+import { jain, overlaps, round, type Interval } from '../stats.js';
+import { emit, session, sleep, untilGo } from '../worker-state.js';
+import {
+  connect,
+  disconnect,
+  num,
+  str,
+  unhandledTotal,
+  type Outcome,
+  type RunContext,
+  type Scenario,
+  type WorkerOps,
+} from './common.js';
+
+interface TaskResult {
+  /** Acquisitions that resolved before the deadline. */
+  readonly inTime: number;
+  /** All acquisitions, including those of the drain after the deadline. */
+  readonly total: number;
+  readonly maxWaitNs: number;
+  /** Still waiting when the worker gave up on it (well after the deadline). */
+  readonly stuck: boolean;
+}
+
+interface WorkerResult {
+  readonly tasks: TaskResult[];
+  readonly intervals: Interval[];
+  readonly giveUps: number;
+}
+
+export const contendedOps: WorkerOps = {
+  async 'contended.run'(args) {
+    const locks = session(str(args, 'session'));
+    const key = str(args, 'key');
+    const tasks = num(args, 'tasks');
+    const durationNs = num(args, 'durationMs') * 1e6;
+    const graceMs = num(args, 'graceMs');
+    const giveUpsBefore = locks.giveUps;
+    emit({ event: 'ready' });
+    await untilGo();
+    const start = nowNs();
+    const deadline = start + durationNs;
+    const intervals: Interval[] = [];
+    const run = async (state: { inTime: number; total: number; maxWaitNs: number }): Promise<TaskResult> => {
+      while (nowNs() < deadline) {
+        const asked = nowNs();
+        const held = await locks.acquire(key);
+        const got = nowNs();
+        state.maxWaitNs = Math.max(state.maxWaitNs, got - asked);
+        state.total += 1;
+        if (got <= deadline) state.inTime += 1;
+        await sleep(1);
+        intervals.push([got, nowNs()]);
+        await held.release();
+      }
+      return { ...state, stuck: false };
+    };
+    const results = await Promise.all(
+      Array.from({ length: tasks }, async () => {
+        const state = { inTime: 0, total: 0, maxWaitNs: 0 };
+        const task = run(state);
+        const abandon = new Promise<TaskResult>((resolve) => {
+          // A task still waiting this long after the deadline has waited at least this long.
+          const timer = setTimeout(
+            () => resolve({ ...state, maxWaitNs: Math.max(state.maxWaitNs, nowNs() - start), stuck: true }),
+            durationNs / 1e6 + graceMs,
+          );
+          void task.finally(() => clearTimeout(timer));
+        });
+        return Promise.race([task, abandon]);
+      }),
+    );
+    const result: WorkerResult = { tasks: results, intervals, giveUps: locks.giveUps - giveUpsBefore };
+    return result;
+  },
+};
+
+interface Pass {
+  readonly workers: WorkerResult[];
+  readonly elapsedMs: number;
+  readonly commands: number;
+  readonly cpuUs: number;
+}
+
+async function pass(
+  context: RunContext,
+  sessionName: string,
+  key: string,
+  contenders: number,
+  durationMs: number,
+): Promise<Pass> {
+  const { workers } = context;
+  const graceMs = context.quick ? 3_000 : 10_000;
+  const perWorker = workers.map(
+    (_, index) => Math.floor(contenders / workers.length) + (index < contenders % workers.length ? 1 : 0),
+  );
+  const ready = workers.map((worker) => worker.next((event) => event.event === 'ready', 60_000));
+  const results = workers.map((worker, index) =>
+    worker.call<WorkerResult>(
+      { op: 'contended.run', session: sessionName, key, tasks: perWorker[index] ?? 0, durationMs, graceMs },
+      durationMs + graceMs + 60_000,
+    ),
+  );
+  await Promise.all(ready);
+  const before = await serverCost(context.redis.admin);
+  const started = performance.now();
+  for (const worker of workers) worker.send({ go: true });
+  const done = await Promise.all(results);
+  const elapsedMs = performance.now() - started;
+  const cost = costSince(before, await serverCost(context.redis.admin));
+  return { workers: done, elapsedMs, commands: cost.commands, cpuUs: cost.cpuUs };
+}
+
+function acquisitions(result: Pass): number {
+  return result.workers.reduce((sum, worker) => sum + worker.tasks.reduce((s, task) => s + task.total, 0), 0);
+}
+
+/** Counts by command for the md's breakdown: per acquisition, largest first. */
+function breakdown(counts: Counts, acquired: number): string {
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, count]) => `${name} ${round(count / acquired, 2)}`)
+    .join(', ');
+}
+
+async function runSize(context: RunContext, contenders: number): Promise<Outcome> {
+  const durationMs = context.quick ? 2_000 : 5_000;
+  const countedMs = context.quick ? 1_000 : 2_000;
+  const warmupMs = 300;
+  const key = `${context.keyPrefix}:contended-${contenders}`;
+  const before = await unhandledTotal(context.workers);
+  const sessionName = `contended-${contenders}`;
+  await Promise.all(context.workers.map((worker) => connect(context, worker, sessionName)));
+  await pass(context, sessionName, `${key}:w`, contenders, warmupMs);
+  const timed = await pass(context, sessionName, key, contenders, durationMs);
+  await Promise.all(context.workers.map((worker) => disconnect(worker, sessionName)));
+
+  const proxy = await CountingProxy.start(context.redis.url);
+  let counted: Pass;
+  let counts: Counts;
+  let unhandledInRun: number;
+  try {
+    const rtSession = `${sessionName}-rt`;
+    await Promise.all(
+      context.workers.map((worker) => connect(context, worker, rtSession, { url: proxy.url })),
+    );
+    await pass(context, rtSession, `${key}:rw`, contenders, warmupMs);
+    proxy.take();
+    counted = await pass(context, rtSession, `${key}:r`, contenders, countedMs);
+    counts = proxy.take();
+    unhandledInRun = (await unhandledTotal(context.workers)) - before;
+    await Promise.all(context.workers.map((worker) => disconnect(worker, rtSession)));
+  } finally {
+    await proxy.stop();
+  }
+  const unhandledAtClose = (await unhandledTotal(context.workers)) - before - unhandledInRun;
+
+  const tasks = timed.workers.flatMap((worker) => worker.tasks);
+  const acquired = acquisitions(timed);
+  const inTime = tasks.reduce((sum, task) => sum + task.inTime, 0);
+  const stuck = [...tasks, ...counted.workers.flatMap((worker) => worker.tasks)].filter(
+    (task) => task.stuck,
+  ).length;
+  const overlapping =
+    overlaps(timed.workers.flatMap((worker) => worker.intervals)) +
+    overlaps(counted.workers.flatMap((worker) => worker.intervals));
+  const countedAcquired = acquisitions(counted);
+  const giveUps = [...timed.workers, ...counted.workers].reduce((sum, worker) => sum + worker.giveUps, 0);
+  const metrics = {
+    acqPerSec: round(inTime / (durationMs / 1000), 1),
+    roundTripsPerAcq: countedAcquired === 0 ? -1 : round(totalOf(counts) / countedAcquired, 3),
+    cmdsPerAcq: acquired === 0 ? -1 : round(timed.commands / acquired, 3),
+    redisCpuUsPerAcq: acquired === 0 ? -1 : round(timed.cpuUs / acquired, 2),
+    jain: round(jain(tasks.map((task) => task.inTime)), 4),
+    maxWaitMs: round(Math.max(...tasks.map((task) => task.maxWaitNs)) / 1e6, 2),
+    overlaps: overlapping,
+    acquisitions: acquired,
+    giveUps,
+  };
+  const notes = [
+    `round trips by command, per acquisition: ${breakdown(counts, Math.max(1, countedAcquired))}`,
+  ];
+  if (stuck > 0) notes.push(`${stuck} contender(s) still waiting well after the deadline were abandoned`);
+  if (unhandledAtClose > 0) {
+    notes.push(
+      `${unhandledAtClose} unhandled rejection(s) while its sessions were being closed (after measuring)`,
+    );
+  }
+  if (giveUps > 0)
+    notes.push(`the library gave up ${giveUps} time(s) at its defaults; the adapter asked again`);
+  if (overlapping > 0) {
+    return {
+      status: 'failed',
+      reason: `mutual exclusion violated: ${overlapping} overlapping holds`,
+      metrics,
+    };
+  }
+  if (unhandledInRun > 0) {
+    return { status: 'failed', reason: `${unhandledInRun} unhandled rejection(s) during the runs`, metrics };
+  }
+  if (acquired === 0) return { status: 'failed', reason: 'no acquisition completed', metrics };
+  return { status: 'ok', metrics, notes };
+}
+
+export const contended: Scenario = {
+  names: ['contended-8', 'contended-32'],
+  async run(context) {
+    if (context.adapter.caps.wait === 'none') {
+      const skipped: Outcome = { status: 'skipped', reason: 'floor: cannot wait for a held lock' };
+      return { 'contended-8': skipped, 'contended-32': skipped };
+    }
+    return {
+      'contended-8': await runSize(context, 8),
+      'contended-32': await runSize(context, 32),
+    };
+  },
+};

@@ -1,0 +1,129 @@
+// Scenario "handoff": a holder in one process releases while a waiter in another is blocked in
+// acquire; measured from just before release() is called to just after the waiter's acquire
+// resolves, on the machine's monotonic clock (one clock for both processes).
+import type { Held } from '../contenders/types.js';
+import { nowNs } from '../ipc.js';
+import { latency, overlaps, round, type Interval } from '../stats.js';
+import { emit, session } from '../worker-state.js';
+import {
+  connect,
+  disconnect,
+  sleep,
+  str,
+  unhandledTotal,
+  type RunContext,
+  type Scenario,
+  type WorkerOps,
+} from './common.js';
+
+let current: { held: Held; since: number } | undefined;
+
+export const handoffOps: WorkerOps = {
+  async 'handoff.hold'(args) {
+    const held = await session(str(args, 'session')).acquire(str(args, 'key'));
+    const since = nowNs();
+    current = { held, since };
+    return since;
+  },
+  async 'handoff.wait'(args) {
+    const locks = session(str(args, 'session'));
+    const key = str(args, 'key');
+    emit({ event: 'calling' });
+    const held = await locks.acquire(key);
+    const since = nowNs();
+    current = { held, since };
+    return since;
+  },
+  /** Releases the current hold; returns [hold start, the stamp taken right before release()]. */
+  async 'handoff.release'() {
+    if (current === undefined) throw new Error('nothing held');
+    const { held, since } = current;
+    current = undefined;
+    const releasing = nowNs();
+    await held.release();
+    return [since, releasing];
+  },
+};
+
+const SETTLE_MS = 25;
+
+export const handoff: Scenario = {
+  names: ['handoff'],
+  async run(context: RunContext) {
+    const { adapter } = context;
+    if (adapter.caps.wait === 'none') {
+      return { handoff: { status: 'skipped', reason: 'floor: cannot wait for a held lock' } };
+    }
+    const [holder, waiter] = context.workers;
+    if (holder === undefined || waiter === undefined) throw new Error('need two workers');
+    const slow = adapter.caps.wait === 'polling';
+    const target = context.quick ? 200 : 500;
+    const capMs = context.quick ? (slow ? 15_000 : 30_000) : slow ? 90_000 : 180_000;
+    const minimum = slow ? (context.quick ? 50 : 200) : target;
+
+    const before = await unhandledTotal(context.workers);
+    await connect(context, holder, 'handoff-holder');
+    await connect(context, waiter, 'handoff-waiter');
+    const key = `${context.keyPrefix}:handoff`;
+    const handoffs: number[] = [];
+    const intervals: Interval[] = [];
+    const notes: string[] = [];
+    const startedAt = Date.now();
+    let slowest = 0;
+    try {
+      while (handoffs.length < target && Date.now() - startedAt < capMs) {
+        await holder.call({ op: 'handoff.hold', session: 'handoff-holder', key });
+        const calling = waiter.next((event) => event.event === 'calling', 30_000);
+        const waited = waiter.call<number>({ op: 'handoff.wait', session: 'handoff-waiter', key }, 120_000);
+        await calling;
+        // Give the waiter time to be truly blocked (its first attempt answered, subscribed).
+        await sleep(SETTLE_MS);
+        const [held, releasing] = await holder.call<[number, number]>({ op: 'handoff.release' });
+        intervals.push([held, releasing]);
+        const acquired = await waited;
+        handoffs.push(acquired - releasing);
+        slowest = Math.max(slowest, acquired - releasing);
+        const [waiterHeld, waiterReleasing] = await waiter.call<[number, number]>({ op: 'handoff.release' });
+        intervals.push([waiterHeld, waiterReleasing]);
+      }
+    } finally {
+      await disconnect(holder, 'handoff-holder');
+      await disconnect(waiter, 'handoff-waiter');
+    }
+    const unhandled = (await unhandledTotal(context.workers)) - before;
+    const overlapping = overlaps(intervals);
+    const summary = latency(handoffs);
+    const metrics = {
+      p50Ms: round(summary.p50Ms, 4),
+      p90Ms: round(summary.p90Ms, 4),
+      p99Ms: round(summary.p99Ms, 4),
+      maxMs: round(summary.maxMs, 3),
+      handoffs: handoffs.length,
+    };
+    if (handoffs.length < target) {
+      notes.push(`measured ${handoffs.length} handoffs (target ${target}) within the ${capMs / 1000} s cap`);
+    }
+    if (overlapping > 0) {
+      return {
+        handoff: {
+          status: 'failed',
+          reason: `mutual exclusion violated: ${overlapping} overlapping holds`,
+          metrics,
+        },
+      };
+    }
+    if (unhandled > 0) {
+      return { handoff: { status: 'failed', reason: `${unhandled} unhandled rejection(s)`, metrics } };
+    }
+    if (handoffs.length < minimum) {
+      return {
+        handoff: {
+          status: 'failed',
+          reason: `only ${handoffs.length} handoffs within ${capMs / 1000} s (need ${minimum})`,
+          metrics,
+        },
+      };
+    }
+    return { handoff: { status: 'ok', metrics, notes } };
+  },
+};

@@ -1,0 +1,62 @@
+// State of one worker process: its open sessions, the start barrier, and a count of unhandled
+// rejections (any one makes the run that saw it fail).
+import { ADAPTERS } from './contenders/index.js';
+import type { ContenderName, Session } from './contenders/types.js';
+import type { WorkerEvent } from './ipc.js';
+
+const sessions = new Map<string, Session>();
+let unhandled = 0;
+const goWaiters: (() => void)[] = [];
+
+process.on('unhandledRejection', () => {
+  unhandled += 1;
+});
+
+export function unhandledCount(): number {
+  return unhandled;
+}
+
+export function emit(event: WorkerEvent): void {
+  process.send?.(event);
+}
+
+/** Resolves on the parent's next "go" message. */
+export function untilGo(): Promise<void> {
+  return new Promise((resolve) => goWaiters.push(resolve));
+}
+
+export function go(): void {
+  for (const resolve of goWaiters.splice(0)) resolve();
+}
+
+export async function openSession(
+  id: string,
+  contender: ContenderName,
+  url: string,
+  name: string,
+  leaseMs: number | undefined,
+): Promise<void> {
+  const session = await ADAPTERS[contender].connect({ url, name, leaseMs });
+  sessions.set(id, session);
+}
+
+export function session(id: string): Session {
+  const found = sessions.get(id);
+  if (found === undefined) throw new Error(`no session ${id}`);
+  return found;
+}
+
+export async function closeSession(id: string): Promise<void> {
+  const found = sessions.get(id);
+  sessions.delete(id);
+  if (found === undefined) return;
+  await Promise.race([found.close(), new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
+}
+
+export async function closeAll(): Promise<void> {
+  await Promise.all([...sessions.keys()].map((id) => closeSession(id)));
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
