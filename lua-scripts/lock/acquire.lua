@@ -26,8 +26,22 @@ local waiter = ARGV[4]
 local queued = ARGV[5]
 local queueTtl = tonumber(ARGV[6])
 
+local pttl = redis.call('pttl', lockKey)
 if redis.call('exists', requestKey) == 1 then
   return -3
+end
+
+if pttl == -2 then
+  -- Free: only an owner that believes it holds nothing may take it.
+  if expected ~= 0 then
+    return -4
+  end
+  redis.call('hset', lockKey, owner, 1)
+  redis.call('pexpire', lockKey, lease)
+  if queued == 'in' or queued == 'maybe' then
+    redis.call('lrem', queueKey, 1, waiter)
+  end
+  return nil
 end
 
 local held = tonumber(redis.call('hget', lockKey, owner)) or 0
@@ -44,22 +58,16 @@ if held ~= expected then
   return -4
 end
 if held == 0 then
-  local pttl = redis.call('pttl', lockKey)
-  if pttl ~= -2 then
-    if queued == 'new' or (queued == 'maybe' and not redis.call('lpos', queueKey, waiter)) then
-      redis.call('rpush', queueKey, waiter)
-    end
-    if queued ~= '' and queued ~= 'in' then
-      -- The queue outlives the current holder's lease; waiters that queue extend it.
-      redis.call('pexpire', queueKey, math.max(pttl, 0) + queueTtl)
-    end
-    return pttl
+  if queued == 'new' or (queued == 'maybe' and not redis.call('lpos', queueKey, waiter)) then
+    redis.call('rpush', queueKey, waiter)
   end
+  if queued ~= '' and queued ~= 'in' then
+    -- The queue outlives the current holder's lease; waiters that queue extend it.
+    redis.call('pexpire', queueKey, math.max(pttl, 0) + queueTtl)
+  end
+  return pttl
 end
 
 redis.call('hincrby', lockKey, owner, 1)
 redis.call('pexpire', lockKey, lease)
-if queued == 'in' or queued == 'maybe' then
-  redis.call('lrem', queueKey, 1, waiter)
-end
 return nil
