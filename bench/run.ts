@@ -1,5 +1,6 @@
-// Entry of `npm run bench`: starts (or uses) Redis, runs every scenario for every contender in a
-// pool of worker processes, and writes bench/results/latest.{json,md,svg}.
+// Entry of `npm run bench`: starts (or uses) Redis, measures the uncontended scenarios for every
+// contender together in one worker process (interleaved), then runs every other scenario for
+// each contender in its own pool of worker processes, and writes bench/results/latest.{json,md,svg}.
 //   --quick                  smaller counts and shorter runs (under 3 minutes)
 //   --out <dir>              write the results there instead of bench/results
 //   --only <contender,...>   run only these contenders
@@ -21,10 +22,18 @@ import { handoff } from './scenarios/handoff.js';
 import { manyKeys } from './scenarios/many-keys.js';
 import { reentry } from './scenarios/reentry.js';
 import { uncontended } from './scenarios/uncontended.js';
-import type { Outcome, Scenario } from './scenarios/common.js';
+import type { InterleavedScenario, Outcome, Scenario } from './scenarios/common.js';
 
-const SCENARIOS: readonly Scenario[] = [uncontended, reentry, handoff, contended, manyKeys];
-const GROUPS: Readonly<Record<string, Scenario>> = { uncontended, reentry, handoff, contended, manyKeys };
+/** Measured with every contender in one process, before the per-contender pools. */
+const INTERLEAVED: readonly InterleavedScenario[] = [uncontended];
+const SCENARIOS: readonly Scenario[] = [reentry, handoff, contended, manyKeys];
+const GROUPS: Readonly<Record<string, { readonly names: readonly string[] }>> = {
+  uncontended,
+  reentry,
+  handoff,
+  contended,
+  manyKeys,
+};
 const PROCESSES = 4;
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const rootDir = resolve(benchDir, '..');
@@ -62,7 +71,7 @@ function parseCli(argv: readonly string[]): Cli {
       }
       cli.only = names as ContenderName[];
     } else if (arg === '--scenario') {
-      const known = new Set([...Object.keys(GROUPS), ...SCENARIOS.flatMap((s) => s.names)]);
+      const known = new Set([...Object.keys(GROUPS), ...Object.values(GROUPS).flatMap((s) => s.names)]);
       const names = value().split(',');
       for (const name of names)
         if (!known.has(name)) throw new Error(`unknown scenario ${name}; one of ${[...known].join(', ')}`);
@@ -120,6 +129,10 @@ function previous(out: string, quick: boolean): Results | undefined {
   }
 }
 
+function reason(error: unknown): string {
+  return error instanceof Error ? (error.message.split('\n')[0] ?? error.message) : String(error);
+}
+
 async function main(): Promise<void> {
   const cli = parseCli(process.argv.slice(2));
   let parentUnhandled = 0;
@@ -145,24 +158,86 @@ async function main(): Promise<void> {
       );
     const clockBase = process.hrtime.bigint();
     const started = Date.now();
-    const selected = SCENARIOS.filter(
-      (s) => cli.scenarios === undefined || s.names.some((n) => cli.scenarios?.has(n)),
-    );
+    const wanted = (name: string): boolean => cli.scenarios === undefined || cli.scenarios.has(name);
+    const show = (scenarioName: string, contender: string, outcome: Outcome): void => {
+      record(results, scenarioName, contender, outcome);
+      const shown =
+        outcome.status === 'ok' ? JSON.stringify(outcome.metrics) : `${outcome.status}: ${outcome.reason}`;
+      console.log(`  ${scenarioName} ${contender}: ${shown}`);
+    };
+    const seconds = (since: number): string => `${((Date.now() - since) / 1000).toFixed(1)} s`;
 
+    for (const scenario of INTERLEAVED.filter((s) => s.names.some(wanted))) {
+      console.log(`\n== ${scenario.names.join(', ')}: every contender in one process, interleaved`);
+      const scenarioStart = Date.now();
+      const adapters = cli.only.map((name) => ADAPTERS[name]);
+      const fail = (status: 'failed' | 'skipped', why: string): Record<string, Record<string, Outcome>> => {
+        const outcome: Outcome = { status, reason: why };
+        return Object.fromEntries(
+          scenario.names.map((n) => [n, Object.fromEntries(cli.only.map((c) => [c, outcome]))]),
+        );
+      };
+      const measure = async (): Promise<Record<string, Record<string, Outcome>>> => {
+        let worker: WorkerHandle | undefined;
+        try {
+          [worker] = await spawnWorkers(1, clockBase);
+        } catch (error) {
+          return fail('skipped', `could not start a worker: ${reason(error)}`);
+        }
+        if (worker === undefined) return fail('skipped', 'could not start a worker');
+        try {
+          await flushIfOwned(redis);
+          return await scenario.run({
+            redis,
+            quick: cli.quick,
+            worker,
+            adapters,
+            keyPrefix: (contender) => `bench:${contender}`,
+            wanted,
+            log: (message) => console.log(`   ${message}`),
+          });
+        } catch (error) {
+          return fail('failed', `error: ${reason(error)}`);
+        } finally {
+          await worker.stop();
+        }
+      };
+      const outcomes = await measure();
+      for (const [scenarioName, byContender] of Object.entries(outcomes)) {
+        if (!wanted(scenarioName)) continue;
+        for (const [contender, outcome] of Object.entries(byContender))
+          show(scenarioName, contender, outcome);
+      }
+      console.log(`  (${scenario.names.join(', ')}: ${seconds(scenarioStart)})`);
+    }
+
+    const selected = SCENARIOS.filter((s) => s.names.some(wanted));
     for (const name of cli.only) {
       const adapter = ADAPTERS[name];
+      if (selected.length === 0) continue;
       console.log(`\n== ${name}`);
+      const contenderStart = Date.now();
+      const runnable: Scenario[] = [];
+      for (const scenario of selected) {
+        const skip = scenario.skip?.(adapter);
+        if (skip === undefined) runnable.push(scenario);
+        else
+          for (const n of scenario.names.filter(wanted)) show(n, name, { status: 'skipped', reason: skip });
+      }
+      // Nothing to run (a floor): no pool to start.
+      if (runnable.length === 0) continue;
       let workers: WorkerHandle[];
       try {
         workers = await spawnWorkers(PROCESSES, clockBase, true);
       } catch (error) {
-        const reason = `could not start workers: ${error instanceof Error ? error.message : String(error)}`;
-        for (const scenario of selected)
-          for (const n of scenario.names) record(results, n, name, { status: 'skipped', reason });
+        const why = `could not start workers: ${reason(error)}`;
+        for (const scenario of runnable)
+          for (const n of scenario.names.filter(wanted)) show(n, name, { status: 'skipped', reason: why });
         continue;
       }
+      console.log(`  (${PROCESSES} workers up: ${seconds(contenderStart)})`);
       try {
-        for (const scenario of selected) {
+        for (const scenario of runnable) {
           await flushIfOwned(redis);
           const scenarioStart = Date.now();
           let outcomes: Record<string, Outcome>;
@@ -176,25 +251,20 @@ async function main(): Promise<void> {
               log: (message) => console.log(`   ${message}`),
             });
           } catch (error) {
-            const reason = `error: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`;
+            const why = `error: ${reason(error)}`;
             outcomes = Object.fromEntries(
-              scenario.names.map((n) => [n, { status: 'failed' as const, reason }]),
+              scenario.names.map((n) => [n, { status: 'failed' as const, reason: why }]),
             );
           }
           for (const [scenarioName, outcome] of Object.entries(outcomes)) {
-            if (cli.scenarios !== undefined && !cli.scenarios.has(scenarioName)) continue;
-            record(results, scenarioName, name, outcome);
-            const shown =
-              outcome.status === 'ok'
-                ? JSON.stringify(outcome.metrics)
-                : `${outcome.status}: ${outcome.reason}`;
-            console.log(`  ${scenarioName}: ${shown}`);
+            if (wanted(scenarioName)) show(scenarioName, name, outcome);
           }
-          console.log(`  (${((Date.now() - scenarioStart) / 1000).toFixed(1)} s)`);
+          console.log(`  (${scenario.names.join(', ')}: ${seconds(scenarioStart)})`);
         }
       } finally {
         await Promise.all(workers.map((worker) => worker.stop()));
       }
+      console.log(`  (${name}, workers included: ${seconds(contenderStart)})`);
     }
     if (parentUnhandled > 0)
       results.env.notes.push(`harness: ${parentUnhandled} unhandled rejection(s) in the parent`);

@@ -28,7 +28,32 @@ export interface RunContext {
 export interface Scenario {
   /** Scenario names this file produces (e.g. contended-8, contended-32). */
   readonly names: readonly string[];
+  /**
+   * Why this contender cannot take part at all (every name skipped), or undefined. Known before
+   * any worker starts, so a contender with nothing to run gets no worker pool.
+   */
+  skip?(adapter: Adapter): string | undefined;
   run(context: RunContext): Promise<Record<string, Outcome>>;
+}
+
+/** Context of a scenario that measures every contender together, in one worker process. */
+export interface InterleavedContext {
+  readonly redis: BenchRedis;
+  readonly quick: boolean;
+  /** The one worker process every contender runs in (each with its own sessions). */
+  readonly worker: WorkerHandle;
+  readonly adapters: readonly Adapter[];
+  /** Prefix for every key of this contender, so contenders never share a lock. */
+  keyPrefix(contender: string): string;
+  /** Whether this scenario name was asked for (--scenario). */
+  wanted(scenario: string): boolean;
+  log(message: string): void;
+}
+
+export interface InterleavedScenario {
+  readonly names: readonly string[];
+  /** scenario name -> contender -> outcome. */
+  run(context: InterleavedContext): Promise<Record<string, Record<string, Outcome>>>;
 }
 
 export function num(args: OpArgs, field: string): number {

@@ -35,8 +35,8 @@ export const reentryOps: WorkerOps = {
 
 export const reentry: Scenario = {
   names: ['reentry'],
+  skip: (adapter) => (adapter.caps.reentrant ? undefined : 'not reentrant'),
   async run(context: RunContext) {
-    if (!context.adapter.caps.reentrant) return { reentry: { status: 'skipped', reason: 'not reentrant' } };
     const worker = context.workers[0];
     if (worker === undefined) throw new Error('no worker');
     const before = await unhandledTotal(context.workers);
