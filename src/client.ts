@@ -46,8 +46,8 @@ const RELEASE_RETRY_MAX_MS = 8_000;
 /** How long a cancelled acquire stays refused: past any late copy of it (rare, so generous). */
 const CANCEL_RECORD_TTL_MS = 60_000;
 /**
- * How long a lock's wait queue outlives its holder's lease. Waiters that wait longer are
- * queued again by their next attempt; until then the unlock message still reaches them.
+ * How long a lock's wait queue outlives the lease of the last waiter that joined it. Waiters
+ * that wait longer check their place again; until then the unlock message still reaches them.
  */
 const QUEUE_TTL_MS = 60_000;
 /** How long a ticket whose waiter gave up is remembered, so a late hand-over to it is returned. */
@@ -652,7 +652,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           : ticket.queued === 'in' && sentAt - ticket.queuedAt > QUEUE_TTL_MS / 2
             ? 'maybe'
             : ticket.queued;
-      const args = [String(hold.ttlMs), field, String(expected), member, queued, String(QUEUE_TTL_MS)];
+      const args = [String(hold.ttlMs), field, String(expected), member, queued, String(hold.ttlMs + QUEUE_TTL_MS)];
       let reply: unknown;
       try {
         reply = await this.#callIdempotent(

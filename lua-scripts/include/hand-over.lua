@@ -12,11 +12,11 @@ local function handOver(lockKey, queueKey, channel)
     end
     local ticket, lease, grantChannel, owner = string.match(entry, '^(%S+) (%d+) (%S+) (.+)$')
     if ticket ~= nil and redis.call('publish', grantChannel, ticket) > 0 then
-      redis.call('hset', lockKey, owner, 1)
-      redis.call('pexpire', lockKey, tonumber(lease))
+      redis.call('hset', lockKey, owner, '1')
+      redis.call('pexpire', lockKey, lease)
       return 1
     end
   end
-  redis.call('publish', channel, 0)
+  redis.call('publish', channel, '0')
   return 0
 end

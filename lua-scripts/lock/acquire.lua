@@ -8,7 +8,7 @@
 -- ARGV[4] waiter: queue entry `<ticket> <lease> <grant channel> <owner>`; empty: not waiting
 -- ARGV[5] queued: where the waiter stands: `new` (not queued: queue it if the lock is held),
 --   `in` (queued), `maybe` (perhaps dropped: queue it unless it is there); empty: no waiter
--- ARGV[6] queue TTL: how long the queue outlives the holder's lease, in milliseconds (integer > 0)
+-- ARGV[6] queue TTL: how long the queue lives after a waiter joins, in milliseconds (integer > 0)
 -- Returns nil when the owner now holds the lock at count expected + 1 (taken, re-entered, handed
 --   over by a release, or a replay of this same request that had already been applied; the lease
 --   is set either way, and the waiter's entry is removed);
@@ -19,12 +19,13 @@
 local lockKey = KEYS[1]
 local requestKey = KEYS[2]
 local queueKey = KEYS[3]
-local lease = tonumber(ARGV[1])
+-- Numbers handed on to Redis stay the caller's text: Redis would format Lua numbers with sprintf.
+local lease = ARGV[1]
 local owner = ARGV[2]
 local expected = tonumber(ARGV[3])
 local waiter = ARGV[4]
 local queued = ARGV[5]
-local queueTtl = tonumber(ARGV[6])
+local queueTtl = ARGV[6]
 
 local pttl = redis.call('pttl', lockKey)
 if redis.call('exists', requestKey) == 1 then
@@ -36,10 +37,10 @@ if pttl == -2 then
   if expected ~= 0 then
     return -4
   end
-  redis.call('hset', lockKey, owner, 1)
+  redis.call('hset', lockKey, owner, '1')
   redis.call('pexpire', lockKey, lease)
   if queued == 'in' or queued == 'maybe' then
-    redis.call('lrem', queueKey, 1, waiter)
+    redis.call('lrem', queueKey, '1', waiter)
   end
   return nil
 end
@@ -50,7 +51,7 @@ if held == expected + 1 then
   -- caller is asking again: either way it holds the lock now.
   redis.call('pexpire', lockKey, lease)
   if queued == 'in' or queued == 'maybe' then
-    redis.call('lrem', queueKey, 1, waiter)
+    redis.call('lrem', queueKey, '1', waiter)
   end
   return nil
 end
@@ -62,12 +63,12 @@ if held == 0 then
     redis.call('rpush', queueKey, waiter)
   end
   if queued ~= '' and queued ~= 'in' then
-    -- The queue outlives the current holder's lease; waiters that queue extend it.
-    redis.call('pexpire', queueKey, math.max(pttl, 0) + queueTtl)
+    -- Waiters that queue keep the queue alive; it goes away on its own when they are gone.
+    redis.call('pexpire', queueKey, queueTtl)
   end
   return pttl
 end
 
-redis.call('hincrby', lockKey, owner, 1)
+redis.call('hincrby', lockKey, owner, '1')
 redis.call('pexpire', lockKey, lease)
 return nil

@@ -21,7 +21,7 @@ local waiter = ARGV[5]
 
 redis.call('set', requestKey, 1, 'px', requestTtl)
 if waiter ~= '' then
-  redis.call('lrem', queueKey, 1, waiter)
+  redis.call('lrem', queueKey, '1', waiter)
 end
 
 local held = tonumber(redis.call('hget', lockKey, owner)) or 0
@@ -29,7 +29,7 @@ if held ~= expected + 1 then
   return 0
 end
 if held > 1 then
-  redis.call('hincrby', lockKey, owner, -1)
+  redis.call('hincrby', lockKey, owner, '-1')
 else
   redis.call('del', lockKey)
   handOver(lockKey, queueKey, channel)

@@ -15,7 +15,8 @@
 local lockKey = KEYS[1]
 local queueKey = KEYS[2]
 local channel = ARGV[1]
-local lease = tonumber(ARGV[2])
+-- Handed on to Redis as the caller's text: Redis would format a Lua number with sprintf.
+local lease = ARGV[2]
 local owner = ARGV[3]
 local expected = tonumber(ARGV[4])
 
@@ -27,7 +28,7 @@ if held == 0 then
 end
 if held == expected then
   if held > 1 then
-    redis.call('hincrby', lockKey, owner, -1)
+    redis.call('hincrby', lockKey, owner, '-1')
     redis.call('pexpire', lockKey, lease)
     return 0
   end

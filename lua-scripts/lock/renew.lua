@@ -3,7 +3,8 @@
 -- ARGV[1] lease: new lease for every lock still held, in milliseconds (integer > 0)
 -- ARGV[i + 1] owner: hash field of the owner of the i-th hold
 -- Returns an array with one integer per key: 1 renewed, 0 the owner no longer holds that lock.
-local lease = tonumber(ARGV[1])
+-- Handed on to Redis as the caller's text: Redis would format a Lua number with sprintf.
+local lease = ARGV[1]
 local renewed = {}
 
 for i = 1, #KEYS do

@@ -16,7 +16,7 @@ local handed = ARGV[4] == '1'
 
 -- @include hand-over
 
-if redis.call('lrem', queueKey, 1, waiter) == 1 or not handed then
+if redis.call('lrem', queueKey, '1', waiter) == 1 or not handed then
   return 0
 end
 if redis.call('hget', lockKey, owner) ~= '1' then
