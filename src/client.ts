@@ -83,6 +83,11 @@ interface Ticket {
   queued: 'new' | 'in' | 'maybe';
   /** When an attempt last queued it or refreshed the queue's TTL. */
   queuedAt: number;
+  /**
+   * An attempt carrying it was cancelled: a late copy of that attempt may still queue it, so it
+   * stays remembered after its waiter is gone.
+   */
+  cancelled: boolean;
   /** A hand-over to it was heard and not used yet. */
   granted: boolean;
   /**
@@ -505,6 +510,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       field,
       queued: 'new',
       queuedAt: 0,
+      cancelled: false,
       granted: false,
       sentAt: 0,
       waiter: undefined,
@@ -537,12 +543,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   async #withdraw(ticket: Ticket): Promise<void> {
     const { target, field, member } = ticket;
     const chain = chainId(target.key, field);
-    const now = performance.now();
-    for (const [id, left] of this.#leftTickets) {
-      if (now - left.leftAt < LEFT_TICKET_TTL_MS) break;
-      this.#leftTickets.delete(id);
-    }
-    this.#leftTickets.set(ticket.id, { ticket, leftAt: now });
+    this.#rememberLeft(ticket);
     try {
       await this.#chains.run(chain, async () => {
         this.#assertOpen();
@@ -555,10 +556,20 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           (attempt) => attempt < 3,
         );
       });
-      this.#leftTickets.delete(ticket.id);
+      if (!ticket.cancelled) this.#leftTickets.delete(ticket.id);
     } catch {
       // Remembered: a late hand-over to it is passed on when heard.
     }
+  }
+
+  /** Remembers a ticket whose waiter is gone, so a hand-over to it is passed on when heard. */
+  #rememberLeft(ticket: Ticket): void {
+    const now = performance.now();
+    for (const [id, left] of this.#leftTickets) {
+      if (now - left.leftAt < LEFT_TICKET_TTL_MS) break;
+      this.#leftTickets.delete(id);
+    }
+    this.#leftTickets.set(ticket.id, { ticket, leftAt: now });
   }
 
   /** A release handed a lock to one of this client's tickets. */
@@ -669,6 +680,10 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           // The request may still have been applied. Refuse any late replay of it and undo it
           // if it went through, before this owner's next request on the lock.
           keepBusy(this.#cancelAcquire(hold, request, expected, member));
+          if (ticket !== undefined) {
+            ticket.cancelled = true;
+            this.#rememberLeft(ticket);
+          }
         }
         throw redisError(error, `acquiring lock "${target.name}"`);
       }

@@ -14,7 +14,9 @@
 --   is set either way, and the waiter's entry is removed);
 --   an integer >= -1 when another owner holds the lock: its PTTL in milliseconds (-1: no expiry);
 --   the waiter, if given, is then queued;
---   -3 when the request was cancelled (KEYS[2] exists): nothing is changed;
+--   -3 when the request was cancelled (KEYS[2] exists) and would take or re-enter the lock:
+--   nothing is changed (a cancelled request may still queue its waiter; the client passes a
+--   hand-over to a waiter it gave up on);
 --   -4 when the owner's hold count is neither expected nor expected + 1 (its hold was lost).
 local lockKey = KEYS[1]
 local requestKey = KEYS[2]
@@ -28,14 +30,13 @@ local queued = ARGV[5]
 local queueTtl = ARGV[6]
 
 local pttl = redis.call('pttl', lockKey)
-if redis.call('exists', requestKey) == 1 then
-  return -3
-end
-
 if pttl == -2 then
   -- Free: only an owner that believes it holds nothing may take it.
   if expected ~= 0 then
     return -4
+  end
+  if redis.call('exists', requestKey) == 1 then
+    return -3
   end
   redis.call('hset', lockKey, owner, '1')
   redis.call('pexpire', lockKey, lease)
@@ -69,6 +70,9 @@ if held == 0 then
   return pttl
 end
 
+if redis.call('exists', requestKey) == 1 then
+  return -3
+end
 redis.call('hincrby', lockKey, owner, '1')
 redis.call('pexpire', lockKey, lease)
 return nil
