@@ -3,19 +3,28 @@
 -- `<ticket> <lease ms> <grant channel> <owner field>`. A waiter is live when its client still
 -- listens on its grant channel: PUBLISH reaches a subscriber. Dead entries are dropped on the
 -- way. With no live waiter, the unlock message `0` goes out on the lock's channel.
--- Call it once the lock key is gone. Returns 1 when the lock was handed over, 0 when announced.
-local function handOver(lockKey, queueKey, channel)
+-- `owner` is the field of the holder giving the lock up, whose count is down to 1; nil when the
+-- lock key is gone already. The new owner's field goes in before the old one goes out, so the
+-- key is kept rather than deleted and made again. Returns 1 when the lock was handed over, 0
+-- when announced.
+local function handOver(lockKey, queueKey, channel, owner)
   for _ = 1, 64 do
     local entry = redis.call('lpop', queueKey)
     if not entry then
       break
     end
-    local ticket, lease, grantChannel, owner = string.match(entry, '^(%S+) (%d+) (%S+) (.+)$')
+    local ticket, lease, grantChannel, waiter = string.match(entry, '^(%S+) (%d+) (%S+) (.+)$')
     if ticket ~= nil and redis.call('publish', grantChannel, ticket) > 0 then
-      redis.call('hset', lockKey, owner, '1')
+      redis.call('hset', lockKey, waiter, '1')
+      if owner ~= nil and owner ~= waiter then
+        redis.call('hdel', lockKey, owner)
+      end
       redis.call('pexpire', lockKey, lease)
       return 1
     end
+  end
+  if owner ~= nil then
+    redis.call('del', lockKey)
   end
   redis.call('publish', channel, '0')
   return 0

@@ -14,7 +14,7 @@ local owner = ARGV[2]
 if redis.call('hdel', lockKey, owner) == 1 then
   -- An emptied hash is deleted by Redis itself: the lock is free for the next waiter.
   if redis.call('exists', lockKey) == 0 then
-    handOver(lockKey, queueKey, channel)
+    handOver(lockKey, queueKey, channel, nil)
   end
   return 1
 end

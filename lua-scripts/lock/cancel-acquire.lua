@@ -31,7 +31,6 @@ end
 if held > 1 then
   redis.call('hincrby', lockKey, owner, '-1')
 else
-  redis.call('del', lockKey)
-  handOver(lockKey, queueKey, channel)
+  handOver(lockKey, queueKey, channel, owner)
 end
 return 1

@@ -10,7 +10,7 @@ local channel = ARGV[1]
 -- @include hand-over
 
 if redis.call('del', lockKey) == 1 then
-  handOver(lockKey, queueKey, channel)
+  handOver(lockKey, queueKey, channel, nil)
   return 1
 end
 return 0

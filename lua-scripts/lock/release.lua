@@ -32,8 +32,7 @@ if held == expected then
     redis.call('pexpire', lockKey, lease)
     return 0
   end
-  redis.call('del', lockKey)
-  handOver(lockKey, queueKey, channel)
+  handOver(lockKey, queueKey, channel, owner)
   return 1
 end
 -- A replay of a partial release whose reply was lost: report what it did, never apply it twice.

@@ -24,6 +24,6 @@ if redis.call('hget', lockKey, owner) ~= '1' then
 end
 redis.call('hdel', lockKey, owner)
 if redis.call('exists', lockKey) == 0 then
-  handOver(lockKey, queueKey, channel)
+  handOver(lockKey, queueKey, channel, nil)
 end
 return 1
