@@ -13,13 +13,13 @@
  * on a 30 s watchdog lease: after the lock is released each waiter in turn gets it within
  * 1 s of it being freed, which only resubscribing and re-checking can explain.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LockError, type Lease, type LockClient } from '../../src/index.js';
 import type { Worker, WorkerMessage } from '../support/child.js';
 import { uniquePrefix } from '../support/keys.js';
-import { startRedis, type RedisInstance } from '../support/redis-server.js';
-import { channelOf, testResources, type Redis } from '../support/resources.js';
+import { channelOf } from '../support/resources.js';
 import { settle, sleep, waitUntil, within, type Settled } from '../support/wait.js';
+import { ownServer } from './own-server.js';
 import { scaled } from './scale.js';
 
 const KILL_WAITER = new URL('./fixtures/kill-waiter.ts', import.meta.url).pathname;
@@ -45,42 +45,13 @@ function nsToMs(ns: bigint): number {
 }
 
 describe('CLIENT KILL', () => {
-  let server: RedisInstance;
-  let admin: Redis;
-  const perFile = testResources(() => server.url);
-  const res = testResources(() => server.url);
-  let unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown): void => {
-    unhandled.push(reason);
-  };
-
-  beforeAll(async () => {
-    // Killing every client is server-wide: never on a server other tests share.
-    server = await startRedis();
-    // The admin connection kills with SKIPME yes, so it is the one connection that survives
-    // the kills, and it observes too.
-    admin = await perFile.connect();
-  });
-
-  beforeEach(() => {
-    unhandled = [];
-    process.on('unhandledRejection', onUnhandled);
-  });
-
-  afterEach(async () => {
-    process.off('unhandledRejection', onUnhandled);
-    await res.closeAll();
-  });
-
-  afterAll(async () => {
-    await perFile.closeAll();
-    await server.stop();
-  });
+  const env = ownServer();
+  const { res } = env;
 
   /** Every key whose name contains `prefix`: lock keys and the request keys named after them. */
   async function keysWith(prefix: string): Promise<string[]> {
     const found: string[] = [];
-    for await (const batch of admin.scanIterator({ MATCH: `*${prefix}*`, COUNT: 1_000 })) {
+    for await (const batch of env.admin.scanIterator({ MATCH: `*${prefix}*`, COUNT: 1_000 })) {
       found.push(...batch);
     }
     return found;
@@ -141,7 +112,7 @@ describe('CLIENT KILL', () => {
        * never without the lease as expiry. The admin connection is the one the kills skip.
        */
       const checkHash = async (key: string, believed: number, when: string): Promise<void> => {
-        const [hash, pttl] = await Promise.all([admin.hGetAll(key), admin.pTTL(key)]);
+        const [hash, pttl] = await Promise.all([env.admin.hGetAll(key), env.admin.pTTL(key)]);
         reads += 1;
         const counts = Object.values(hash).map(Number);
         if (counts.length > 1) violations.push(`${when}: ${counts.length} owners hold ${key}`);
@@ -220,7 +191,7 @@ describe('CLIENT KILL', () => {
         while (killing) {
           await sleep(20 + randomInt(61));
           if (!killing) break;
-          const reply = await admin.sendCommand(['CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes']);
+          const reply = await env.admin.sendCommand(['CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes']);
           kills += 1;
           killed += Number(reply);
         }
@@ -246,11 +217,11 @@ describe('CLIENT KILL', () => {
 
       // Everything was released (or given up): whatever is left runs out within its lease.
       for (const key of keys) {
-        const pttl = await admin.pTTL(key);
+        const pttl = await env.admin.pTTL(key);
         expect(pttl === -2 || (pttl > 0 && pttl <= LEASE_MS), `PTTL ${pttl} of a lock key`).toBe(true);
       }
       for (const key of await keysWith(prefix)) {
-        expect(await admin.pTTL(key), 'a key without expiry').not.toBe(-1);
+        expect(await env.admin.pTTL(key), 'a key without expiry').not.toBe(-1);
       }
 
       // Without kills, every client takes every lock, re-enters it, and Redis agrees exactly.
@@ -259,28 +230,28 @@ describe('CLIENT KILL', () => {
           await locks.lock(name).withLock(
             async (outer) => {
               const inner = await locks.lock(name).acquire();
-              expect(await admin.hVals(outer.key)).toEqual(['2']);
+              expect(await env.admin.hVals(outer.key)).toEqual(['2']);
               await inner.release();
-              expect(await admin.hVals(outer.key)).toEqual(['1']);
+              expect(await env.admin.hVals(outer.key)).toEqual(['1']);
             },
             { waitMs: 3 * LEASE_MS },
           );
-          expect(await admin.exists(`${prefix}${name}`)).toBe(0);
+          expect(await env.admin.exists(`${prefix}${name}`)).toBe(0);
         }
       }
 
       await Promise.all(clients.map((locks) => locks.close()));
       for (const key of keys) {
-        const pttl = await admin.pTTL(key);
+        const pttl = await env.admin.pTTL(key);
         expect(pttl === -2 || (pttl > 0 && pttl <= LEASE_MS), `PTTL ${pttl} of a lock key`).toBe(true);
       }
       await sleep(LEASE_MS + 100);
-      for (const key of keys) expect(await admin.exists(key)).toBe(0);
+      for (const key of keys) expect(await env.admin.exists(key)).toBe(0);
       for (const key of await keysWith(prefix)) {
-        expect(await admin.pTTL(key), 'a key without expiry').not.toBe(-1);
+        expect(await env.admin.pTTL(key), 'a key without expiry').not.toBe(-1);
       }
       await sleep(50);
-      expect(unhandled).toEqual([]);
+      expect(env.unhandled).toEqual([]);
       const summary = [...outcomes]
         .sort(([a], [b]) => a.localeCompare(b))
         .map(([label, count]) => `${label}=${count}`)
@@ -293,7 +264,7 @@ describe('CLIENT KILL', () => {
     }, 180_000);
 
     async function evalCalls(line: string): Promise<number> {
-      const info = await admin.info('commandstats');
+      const info = await env.admin.info('commandstats');
       const match = new RegExp(`^${line}:calls=(\\d+)`, 'm').exec(info);
       return match?.[1] === undefined ? 0 : Number(match[1]);
     }
@@ -310,7 +281,7 @@ describe('CLIENT KILL', () => {
     }
 
     const killPubsub = async (): Promise<number> =>
-      Number(await admin.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']));
+      Number(await env.admin.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']));
 
     /**
      * A lock held by one client on the default 30 s watchdog lease; four waiters in three
@@ -327,10 +298,10 @@ describe('CLIENT KILL', () => {
       const holderClient = await res.lockClient({ keyPrefix: prefix });
       const held = await holderClient.lock(name).acquire();
       const channel = channelOf(held.key);
-      expect(await admin.pTTL(held.key)).toBeGreaterThan(20_000);
+      expect(await env.admin.pTTL(held.key)).toBeGreaterThan(20_000);
 
       const worker: Worker = res.worker(KILL_WAITER, {
-        REDIS_URL: server.url,
+        REDIS_URL: env.server.url,
         KEY_PREFIX: prefix,
         LOCK_NAME: name,
         HOLD_MS: String(holdMs),
@@ -429,9 +400,9 @@ describe('CLIENT KILL', () => {
 
       worker.send({ type: 'exit' });
       expect(await worker.exited).toEqual({ code: 0, signal: null });
-      expect(await admin.exists(held.key)).toBe(0);
+      expect(await env.admin.exists(held.key)).toBe(0);
       await sleep(50);
-      expect(unhandled).toEqual([]);
+      expect(env.unhandled).toEqual([]);
       console.info(
         `[client-kill pubsub] ${label}: ${killedConnections} subscriber connections killed; ` +
           `${keepKilling ? `then ${laterKills} more during the handovers; ` : ''}` +

@@ -7,7 +7,7 @@
  *   every call made meanwhile ends with a result or a LockError, and nothing is left as an
  *   unhandled rejection.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   LockError,
   LockLostError,
@@ -17,9 +17,8 @@ import {
   type LockLostEvent,
 } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
-import { startRedis, type RedisInstance } from '../support/redis-server.js';
-import { testResources, type Redis } from '../support/resources.js';
 import { settle, sleep, waitUntil, within, type Settled } from '../support/wait.js';
+import { ownServer } from './own-server.js';
 import { scaled } from './scale.js';
 
 interface Timed<T> {
@@ -47,44 +46,17 @@ function typedOrValue(outcome: { error?: unknown }): boolean {
 }
 
 describe('Redis paused with SIGSTOP', () => {
-  let server: RedisInstance;
-  let admin: Redis;
-  const perFile = testResources(() => server.url);
-  const res = testResources(() => server.url);
-  let unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown): void => {
-    unhandled.push(reason);
-  };
-
-  beforeAll(async () => {
-    // Pausing is server-wide: never the shared server.
-    server = await startRedis();
-    admin = await perFile.connect();
-  });
-
-  beforeEach(() => {
-    unhandled = [];
-    process.on('unhandledRejection', onUnhandled);
-  });
-
-  afterEach(async () => {
-    process.off('unhandledRejection', onUnhandled);
-    await res.closeAll();
-  });
-
-  afterAll(async () => {
-    await perFile.closeAll();
-    await server.stop();
-  });
+  const env = ownServer();
+  const { res } = env;
 
   /** Pauses for `ms`, resuming even if the wait is interrupted; returns when it resumed. */
   async function pauseFor(ms: number): Promise<{ pausedAt: number; resumedAt: number }> {
-    await server.pause();
+    await env.server.pause();
     const pausedAt = performance.now();
     try {
       await sleep(ms);
     } finally {
-      await server.resume();
+      await env.server.resume();
     }
     return { pausedAt, resumedAt: performance.now() };
   }
@@ -130,8 +102,8 @@ describe('Redis paused with SIGSTOP', () => {
       for (const lease of leases) {
         expect(lease.signal.aborted).toBe(false);
         expect(lease.holdCount).toBe(1);
-        expect(await admin.hVals(lease.key)).toEqual(['1']);
-        const pttl = await admin.pTTL(lease.key);
+        expect(await env.admin.hVals(lease.key)).toEqual(['1']);
+        const pttl = await env.admin.pTTL(lease.key);
         expect(pttl).toBeGreaterThan(0);
         expect(pttl).toBeLessThanOrEqual(LEASE_MS);
       }
@@ -140,8 +112,8 @@ describe('Redis paused with SIGSTOP', () => {
       if (first === undefined || second === undefined || third === undefined) throw new Error('no leases');
       await first.release();
       await second.release();
-      expect(await admin.exists(first.key)).toBe(0);
-      expect(await admin.exists(second.key)).toBe(0);
+      expect(await env.admin.exists(first.key)).toBe(0);
+      expect(await env.admin.exists(second.key)).toBe(0);
 
       // The waiter that waited through every pause takes the lock once it is released.
       const releasedAt = performance.now();
@@ -151,14 +123,14 @@ describe('Redis paused with SIGSTOP', () => {
       expect(handed.at - releasedAt).toBeLessThan(1_000);
       const taken = handed.value;
       if (taken === undefined) throw new Error('the waiter got no lease');
-      expect(await admin.hVals(taken.key)).toEqual(['1']);
+      expect(await env.admin.hVals(taken.key)).toEqual(['1']);
       await taken.release();
-      expect(await admin.exists(taken.key)).toBe(0);
+      expect(await env.admin.exists(taken.key)).toBe(0);
 
       expect(lostHere).toEqual([]);
       expect(lostThere).toEqual([]);
       await sleep(50);
-      expect(unhandled).toEqual([]);
+      expect(env.unhandled).toEqual([]);
       console.info(
         `[redis-pause] short: ${rounds} pauses of ${PAUSE_MS} ms under a ${LEASE_MS} ms lease, ` +
           `renewFailed events: ${renewFailed.count}, handover after release: ${Math.round(handed.at - releasedAt)} ms`,
@@ -174,7 +146,7 @@ describe('Redis paused with SIGSTOP', () => {
     // Timer and event-loop lateness on a busy two-core machine.
     const SLACK_MS = 250;
 
-    it('tells every holder within one renewal interval after resume, with no crash and no unhandled rejection', async () => {
+    it('tells every holder within one renewal interval after resume, with no crash and no env.unhandled rejection', async () => {
       const prefix = uniquePrefix('pause-long');
       const options = {
         keyPrefix: prefix,
@@ -208,10 +180,10 @@ describe('Redis paused with SIGSTOP', () => {
       const held: Lease[] = [plain, reentered.inner];
       if (callbackLease !== undefined) held.push(callbackLease);
       expect(held).toHaveLength(3);
-      for (const lease of held) expect(await admin.exists(lease.key)).toBe(1);
+      for (const lease of held) expect(await env.admin.exists(lease.key)).toBe(1);
 
       // Calls made while the server is frozen, each on a lock of its own.
-      await server.pause();
+      await env.server.pause();
       const pausedAt = performance.now();
       let resumedAt = Number.NaN;
       const acquiring = settle(locks.lock('ledger:free').acquire({ waitMs: 500 }));
@@ -224,7 +196,7 @@ describe('Redis paused with SIGSTOP', () => {
       let pauseLeases: (Lease | null | undefined)[] = [];
       try {
         await sleep(PAUSE_MS);
-        await server.resume();
+        await env.server.resume();
         resumedAt = performance.now();
         const [acquired, tried, ...read] = await within(
           Promise.all([acquiring, trying, ...reading]),
@@ -234,7 +206,7 @@ describe('Redis paused with SIGSTOP', () => {
         duringPause = [acquired, tried, ...read];
         pauseLeases = [acquired.value, tried.value];
       } finally {
-        await server.resume();
+        await env.server.resume();
       }
 
       await waitUntil('every holder was told', () => lost.length >= held.length, 5_000);
@@ -276,9 +248,9 @@ describe('Redis paused with SIGSTOP', () => {
           10_000,
           'a new acquire',
         );
-        expect(await admin.hVals(again.key)).toEqual(['1']);
+        expect(await env.admin.hVals(again.key)).toEqual(['1']);
         await again.release();
-        expect(await admin.exists(again.key)).toBe(0);
+        expect(await env.admin.exists(again.key)).toBe(0);
       }
       // A lease that came out of the pause is released properly.
       for (const lease of pauseLeases) {
@@ -288,7 +260,7 @@ describe('Redis paused with SIGSTOP', () => {
       }
 
       await sleep(50);
-      expect(unhandled).toEqual([]);
+      expect(env.unhandled).toEqual([]);
       const lags = lost.map((event) => Math.round(event.at - resumedAt));
       const sincePause = lost.map((event) => Math.round(event.at - pausedAt));
       const outcomes = duringPause.map((outcome) =>

@@ -9,7 +9,7 @@
  *   starts after it) are woken by the unlock message of a release, not by the PTTL of a
  *   30 s lease.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   LockError,
   LockLostError,
@@ -18,9 +18,9 @@ import {
   type LockLostEvent,
 } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
-import { startRedis, type RedisInstance } from '../support/redis-server.js';
-import { channelOf, testResources, type Redis } from '../support/resources.js';
+import { channelOf, type Redis } from '../support/resources.js';
 import { settle, sleep, waitUntil, within } from '../support/wait.js';
+import { ownServer } from './own-server.js';
 import { scaled } from './scale.js';
 
 const LEASE_MS = 1_500;
@@ -54,31 +54,8 @@ function randomInt(below: number): number {
 }
 
 describe('Redis restarted without persistence under load', () => {
-  let server: RedisInstance;
-  const res = testResources(() => server.url);
-  let unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown): void => {
-    unhandled.push(reason);
-  };
-
-  beforeAll(async () => {
-    // Restarting is server-wide: never the shared server.
-    server = await startRedis();
-  });
-
-  beforeEach(() => {
-    unhandled = [];
-    process.on('unhandledRejection', onUnhandled);
-  });
-
-  afterEach(async () => {
-    process.off('unhandledRejection', onUnhandled);
-    await res.closeAll();
-  });
-
-  afterAll(async () => {
-    await server.stop();
-  });
+  const env = ownServer();
+  const { res } = env;
 
   /** `read` on `admin`, again after a moment if the connection is still finding the new server. */
   async function retrying<T>(read: () => Promise<T>): Promise<T> {
@@ -170,7 +147,7 @@ describe('Redis restarted without persistence under load', () => {
     expect(acquiredBefore).toBeGreaterThan(0);
 
     const restartFrom = performance.now();
-    await server.restart();
+    await env.server.restart();
     restartedAt = performance.now();
 
     // Every lock held before the restart is reported lost within about a lease.
@@ -255,7 +232,7 @@ describe('Redis restarted without persistence under load', () => {
     expect(stats.acquiredAfterRestart).toBeGreaterThan(0);
 
     await sleep(50);
-    expect(unhandled).toEqual([]);
+    expect(env.unhandled).toEqual([]);
 
     const errorSummary = [...stats.errors].map(([code, count]) => `${code}=${count}`).join(' ') || 'none';
     console.info(

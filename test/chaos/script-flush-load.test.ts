@@ -4,12 +4,11 @@
  * the calls after it go through the EVALSHA -> NOSCRIPT -> EVAL fallback, renewals included.
  * The single-flush cases are in test/integration/script-flush.test.ts.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { LockClient, LockLostEvent } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
-import { startRedis, type RedisInstance } from '../support/redis-server.js';
-import { testResources, type Redis } from '../support/resources.js';
 import { sleep, within } from '../support/wait.js';
+import { ownServer } from './own-server.js';
 import { scaled } from './scale.js';
 
 const FLUSH_EVERY_MS = 100;
@@ -32,35 +31,8 @@ function randomInt(below: number): number {
 }
 
 describe('SCRIPT FLUSH every 100 ms under load', () => {
-  let server: RedisInstance;
-  let admin: Redis;
-  const perFile = testResources(() => server.url);
-  const res = testResources(() => server.url);
-  let unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown): void => {
-    unhandled.push(reason);
-  };
-
-  beforeAll(async () => {
-    // SCRIPT FLUSH is server-wide: never on a server other tests share.
-    server = await startRedis();
-    admin = await perFile.connect();
-  });
-
-  beforeEach(() => {
-    unhandled = [];
-    process.on('unhandledRejection', onUnhandled);
-  });
-
-  afterEach(async () => {
-    process.off('unhandledRejection', onUnhandled);
-    await res.closeAll();
-  });
-
-  afterAll(async () => {
-    await perFile.closeAll();
-    await server.stop();
-  });
+  const env = ownServer();
+  const { res } = env;
 
   it(`acquire/re-enter/release: 0 of ${OPERATIONS} operations fail`, async () => {
     const prefix = uniquePrefix('flush-load');
@@ -73,7 +45,7 @@ describe('SCRIPT FLUSH every 100 ms under load', () => {
     }
     const [longClient] = clients;
     if (longClient === undefined) throw new Error('no clients');
-    await admin.sendCommand(['CONFIG', 'RESETSTAT']);
+    await env.admin.sendCommand(['CONFIG', 'RESETSTAT']);
 
     // Held through the whole run: its watchdog renewals meet flushed caches too.
     const longHeld = await longClient.lock('long:held').acquire();
@@ -121,7 +93,7 @@ describe('SCRIPT FLUSH every 100 ms under load', () => {
                 if (inner.holdCount !== 2) violations.push(`re-entered hold count ${inner.holdCount}`);
                 // Now and then, what Redis holds: one owner, two holds.
                 if (cycles % 10 === 0) {
-                  const counts = await admin.hVals(key);
+                  const counts = await env.admin.hVals(key);
                   if (counts.length !== 1 || counts[0] !== '2') {
                     violations.push(`${name} holds ${JSON.stringify(counts)} while re-entered`);
                   }
@@ -142,7 +114,7 @@ describe('SCRIPT FLUSH every 100 ms under load', () => {
 
     const flusher = (async (): Promise<void> => {
       while (flushing) {
-        await admin.sendCommand(['SCRIPT', 'FLUSH']);
+        await env.admin.sendCommand(['SCRIPT', 'FLUSH']);
         flushes += 1;
         await sleep(FLUSH_EVERY_MS);
       }
@@ -162,10 +134,10 @@ describe('SCRIPT FLUSH every 100 ms under load', () => {
     expect(violations).toEqual([]);
     expect(operations).toBeGreaterThanOrEqual(OPERATIONS);
     // The run lasted through many flushes, and they did force the EVAL fallback.
-    const info = await admin.info('commandstats');
+    const info = await env.admin.info('commandstats');
     const evals = infoCount(info, 'cmdstat_eval', 'calls');
     const evalshas = infoCount(info, 'cmdstat_evalsha', 'calls');
-    const noscript = infoCount(await admin.info('errorstats'), 'errorstat_NOSCRIPT', 'count');
+    const noscript = infoCount(await env.admin.info('errorstats'), 'errorstat_NOSCRIPT', 'count');
     expect(flushes).toBeGreaterThanOrEqual(MIN_FLUSHES);
     expect(evals).toBeGreaterThanOrEqual(flushes / 2);
     expect(noscript).toBeGreaterThanOrEqual(flushes / 2);
@@ -173,14 +145,14 @@ describe('SCRIPT FLUSH every 100 ms under load', () => {
     // The long hold was renewed across every flush.
     expect(lost).toEqual([]);
     expect(longHeld.signal.aborted).toBe(false);
-    expect(await admin.hVals(longHeld.key)).toEqual(['1']);
+    expect(await env.admin.hVals(longHeld.key)).toEqual(['1']);
     await longHeld.release();
 
     // Nothing is left behind.
-    for (let k = 0; k < KEYS; k += 1) expect(await admin.exists(`${prefix}shared:${k}`)).toBe(0);
-    expect(await admin.exists(longHeld.key)).toBe(0);
+    for (let k = 0; k < KEYS; k += 1) expect(await env.admin.exists(`${prefix}shared:${k}`)).toBe(0);
+    expect(await env.admin.exists(longHeld.key)).toBe(0);
     await sleep(50);
-    expect(unhandled).toEqual([]);
+    expect(env.unhandled).toEqual([]);
     console.info(
       `[script-flush-load] ${operations} operations in ${cycles} cycles over ${Math.round(elapsedMs)} ms ` +
         `(${contended} started on a lock another owner held), ${flushes} flushes, ` +
