@@ -419,10 +419,12 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     // hand-overs: a hand-over nobody hears is skipped, so it would be wasted.
     let ticket =
       waitMs > 0 && this.#subscriptions.grantsReady ? this.#newTicket(target, field, ttlMs) : undefined;
+    const chain = chainId(target.key, field);
     const attempt = (): Promise<Attempt> =>
       this.#attempt(
         target,
         field,
+        chain,
         ttlMs,
         watchdog,
         deadline,
@@ -626,12 +628,12 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   #attempt(
     target: LockTarget,
     field: string,
+    chain: string,
     ttlMs: number,
     watchdog: boolean,
     deadline: number,
     ticket: Ticket | undefined,
   ): Promise<Attempt> {
-    const chain = chainId(target.key, field);
     return this.#chains.run(chain, async (keepBusy) => {
       this.#assertOpen();
       const existing = this.#holds.get(chain);
@@ -641,7 +643,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         // found the lock held. With half of it left, take it without asking; otherwise (or if
         // this owner took the lock meanwhile) the attempt below confirms or re-enters.
         if (existing === undefined && performance.now() < ticket.sentAt + ttlMs / 2) {
-          const hold = new Hold(target.name, target.key, target.channel, field, ttlMs, watchdog);
+          const hold = new Hold(target.name, target.key, target.channel, field, ttlMs, watchdog, chain);
           hold.count = 1;
           hold.extend(ticket.sentAt);
           this.#holds.set(chain, hold);
@@ -651,7 +653,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       }
       const expected = existing?.count ?? 0;
       // A re-entry keeps the mode and TTL of the first acquisition.
-      const hold = existing ?? new Hold(target.name, target.key, target.channel, field, ttlMs, watchdog);
+      const hold =
+        existing ?? new Hold(target.name, target.key, target.channel, field, ttlMs, watchdog, chain);
       const request = requestKey(target.key, this.#nextRequestId());
       const keys = [target.key, request, waitQueueKey(target.key)];
       const member = ticket?.member ?? '';
@@ -663,7 +666,14 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           : ticket.queued === 'in' && sentAt - ticket.queuedAt > QUEUE_TTL_MS / 2
             ? 'maybe'
             : ticket.queued;
-      const args = [String(hold.ttlMs), field, String(expected), member, queued, String(hold.ttlMs + QUEUE_TTL_MS)];
+      const args = [
+        String(hold.ttlMs),
+        field,
+        String(expected),
+        member,
+        queued,
+        String(hold.ttlMs + QUEUE_TTL_MS),
+      ];
       let reply: unknown;
       try {
         reply = await this.#callIdempotent(

@@ -34,14 +34,23 @@ export class Hold {
   /** Made on first use: most holds are released without anyone asking for their signal. */
   #controller: AbortController | undefined;
 
-  constructor(name: string, key: string, channel: string, field: string, ttlMs: number, watchdog: boolean) {
+  /** `chain` is {@link chainId} of key and field, passed in so one string serves every lookup. */
+  constructor(
+    name: string,
+    key: string,
+    channel: string,
+    field: string,
+    ttlMs: number,
+    watchdog: boolean,
+    chain = chainId(key, field),
+  ) {
     this.name = name;
     this.key = key;
     this.channel = channel;
     this.field = field;
     this.ttlMs = ttlMs;
     this.watchdog = watchdog;
-    this.chain = chainId(key, field);
+    this.chain = chain;
   }
 
   /** Aborts with {@link Hold.lostError} once the hold is lost. */

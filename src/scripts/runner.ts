@@ -139,7 +139,12 @@ export class ScriptRunner {
     args: readonly string[],
     timeoutMs = this.#timeoutMs,
   ): Promise<unknown> {
-    const command = ['EVALSHA', script.sha1, String(keys.length), ...keys, ...args];
+    const command = new Array<string>(3 + keys.length + args.length);
+    command[0] = 'EVALSHA';
+    command[1] = script.sha1;
+    command[2] = String(keys.length);
+    for (let i = 0; i < keys.length; i += 1) command[3 + i] = keys[i] as string;
+    for (let i = 0; i < args.length; i += 1) command[3 + keys.length + i] = args[i] as string;
     try {
       return await this.send(command, timeoutMs);
     } catch (error) {
