@@ -583,26 +583,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       return;
     }
     const left = this.#leftTickets.get(id);
-    if (left === undefined) return;
-    this.#leftTickets.delete(id);
     // Its waiter gave up: pass the lock on, unless the same owner has taken it since.
-    const { target, field, member } = left.ticket;
-    const chain = chainId(target.key, field);
-    void this.#chains.run(chain, async () => {
-      if (this.#closed || this.#holds.has(chain)) return;
-      try {
-        await this.#callIdempotent(
-          luaScripts['lock/withdraw'],
-          [target.key, waitQueueKey(target.key)],
-          [target.channel, field, member, '1'],
-          (attempt) => attempt < 3,
-        );
-      } catch (error) {
-        this.#emitError(
-          redisError(error, `passing on lock "${target.name}" handed to a waiter that left`) as Error,
-        );
-      }
-    });
+    if (left !== undefined) void this.#withdraw(left.ticket);
   }
 
   async #granted(hold: Hold, startedAt: number, signal: AbortSignal | undefined): Promise<Lease> {
@@ -797,16 +779,13 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           }
           throw redisError(error, `releasing lock "${hold.name}"`);
         }
-        const gone = reply === null || reply === undefined;
-        if (gone && repeated && expected === 1 && performance.now() < hold.validUntil) {
-          reply = 1;
-        }
-        if (gone && reply !== 1) {
-          const message = `Lock "${hold.name}" is not held by this owner: it expired or was taken over`;
-          this.#markLost(hold, 'not-owner', message);
-          throw new LockNotOwnedError(message, { cause: hold.lostError });
-        }
-        if (Number(reply) === -4) {
+        if (reply === null || reply === undefined) {
+          if (!(repeated && expected === 1 && performance.now() < hold.validUntil)) {
+            const message = `Lock "${hold.name}" is not held by this owner: it expired or was taken over`;
+            this.#markLost(hold, 'not-owner', message);
+            throw new LockNotOwnedError(message, { cause: hold.lostError });
+          }
+        } else if (Number(reply) === -4) {
           const message = `Lock "${hold.name}" is no longer held by this owner: its hold count changed behind its back`;
           this.#markLost(hold, 'not-owner', message);
           throw new LockNotOwnedError(message, { cause: hold.lostError });

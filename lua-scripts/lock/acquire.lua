@@ -30,28 +30,18 @@ local queued = ARGV[5]
 local queueTtl = ARGV[6]
 
 local pttl = redis.call('pttl', lockKey)
-if pttl == -2 then
-  -- Free: only an owner that believes it holds nothing may take it.
-  if expected ~= 0 then
-    return -4
-  end
-  if redis.call('exists', requestKey) == 1 then
-    return -3
-  end
-  redis.call('hset', lockKey, owner, '1')
-  redis.call('pexpire', lockKey, lease)
-  if queued == 'in' or queued == 'maybe' then
-    redis.call('lrem', queueKey, '1', waiter)
-  end
-  return nil
+-- A free lock has no fields to read.
+local held = 0
+if pttl ~= -2 then
+  held = tonumber(redis.call('hget', lockKey, owner)) or 0
 end
+local wasQueued = queued == 'in' or queued == 'maybe'
 
-local held = tonumber(redis.call('hget', lockKey, owner)) or 0
 if held == expected + 1 then
   -- Handed over to this owner while it waited, or the reply to this request was lost and the
   -- caller is asking again: either way it holds the lock now.
   redis.call('pexpire', lockKey, lease)
-  if queued == 'in' or queued == 'maybe' then
+  if wasQueued then
     redis.call('lrem', queueKey, '1', waiter)
   end
   return nil
@@ -59,7 +49,7 @@ end
 if held ~= expected then
   return -4
 end
-if held == 0 then
+if held == 0 and pttl ~= -2 then
   if queued == 'new' or (queued == 'maybe' and not redis.call('lpos', queueKey, waiter)) then
     redis.call('rpush', queueKey, waiter)
   end
@@ -70,9 +60,13 @@ if held == 0 then
   return pttl
 end
 
+-- Taking a free lock or re-entering: only here can a late copy of a cancelled request do harm.
 if redis.call('exists', requestKey) == 1 then
   return -3
 end
 redis.call('hincrby', lockKey, owner, '1')
 redis.call('pexpire', lockKey, lease)
+if wasQueued then
+  redis.call('lrem', queueKey, '1', waiter)
+end
 return nil
