@@ -10,7 +10,7 @@ import {
   type LockLostReason,
 } from './errors.js';
 import { chainId, Hold, OperationChains } from './hold.js';
-import { grantChannel, lockKey, queueMember, requestKey, unlockChannel, waitQueueKey } from './keys.js';
+import { grantChannel, lockKey, requestKey, unlockChannel, waitQueueKey } from './keys.js';
 import { Lease, type LeaseHost } from './lease.js';
 import { Lock, type LockCore, type LockTarget } from './locks/lock.js';
 import type { LockClientEvents, LockClientOptions, LockOptions } from './options.js';
@@ -29,6 +29,7 @@ import {
   MAX_NAME_LENGTH,
   MAX_PREFIX_LENGTH,
 } from './validate.js';
+import { Ticket, TicketBook } from './ticket.js';
 import { Watchdog } from './watchdog.js';
 
 const DEFAULT_WATCHDOG_TIMEOUT_MS = 30_000;
@@ -46,12 +47,18 @@ const RELEASE_RETRY_MAX_MS = 8_000;
 /** How long a cancelled acquire stays refused: past any late copy of it (rare, so generous). */
 const CANCEL_RECORD_TTL_MS = 60_000;
 /**
- * How long a lock's wait queue outlives the lease of the last waiter that joined it. Waiters
- * that wait longer check their place again; until then the unlock message still reaches them.
+ * How long a lock's wait queue outlives the lease of the last waiter that joined or checked it.
+ * Waiters check their place again whenever they try; an expired queue still leaves them the
+ * unlock message.
  */
 const QUEUE_TTL_MS = 60_000;
 /** How long a ticket whose waiter gave up is remembered, so a late hand-over to it is returned. */
 const LEFT_TICKET_TTL_MS = 5 * 60_000;
+/**
+ * How long an aborted acquire waits for its clean-up (withdrawing its waiter, giving back what
+ * an attempt in flight took) before it rejects; the clean-up goes on after that.
+ */
+const ABORT_CLEANUP_GRACE_MS = 50;
 
 const CLIENT_OPTIONS = [
   'watchdogTimeoutMs',
@@ -65,37 +72,33 @@ const LOCK_OPTIONS = ['reentrant'] as const;
 type Attempt = { readonly hold: Hold } | { readonly hold?: undefined; readonly pttl: number };
 
 /**
- * One waiting acquire's place in the lock's wait queue in Redis. A release hands the lock to
- * the first live ticket in the queue and tells its client on the grant channel, so the waiter
- * gets the lock without asking again.
+ * `work`, unless `signal` aborts first: then rejects with `signal.reason` at once (even if it had
+ * aborted already), and `work` goes on unobserved.
  */
-interface Ticket {
-  readonly id: string;
-  /** The queue member; contains the owner field, so it never leaves the client but to Redis. */
-  readonly member: string;
-  readonly target: LockTarget;
-  readonly field: string;
-  /**
-   * Where it stands in the queue, as far as the client knows: `new` (never queued), `in`
-   * (queued by an attempt that found the lock held), `maybe` (queued, but a hand-over may have
-   * skipped it while this client's subscriber was reconnecting).
-   */
-  queued: 'new' | 'in' | 'maybe';
-  /** When an attempt last queued it or refreshed the queue's TTL. */
-  queuedAt: number;
-  /**
-   * An attempt carrying it was cancelled: a late copy of that attempt may still queue it, so it
-   * stays remembered after its waiter is gone.
-   */
-  cancelled: boolean;
-  /** A hand-over to it was heard and not used yet. */
-  granted: boolean;
-  /**
-   * When the last attempt that found the lock held was sent: a hand-over came later, so the
-   * lease it set runs at least until this time plus the lease.
-   */
-  sentAt: number;
-  waiter: Waiter | undefined;
+function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    if (signal.aborted) {
+      onAbort();
+      return;
+    }
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** Waits for `work` for at most `ms` milliseconds; never rejects. */
+async function within(work: Promise<unknown>, ms: number): Promise<void> {
+  if (ms <= 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    work.catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+      timer.unref();
+    }),
+  ]);
+  clearTimeout(timer);
 }
 
 function toError(error: unknown): Error {
@@ -162,9 +165,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   #requestCounter = 0;
   /** Public: names this client's grant channel and prefixes its tickets. */
   readonly #grantChannel = grantChannel(randomBytes(8).toString('hex'));
-  readonly #tickets = new Map<string, Ticket>();
-  /** Tickets whose waiters gave up while queued, with the time they left. */
-  readonly #leftTickets = new Map<string, { readonly ticket: Ticket; readonly leftAt: number }>();
+  readonly #tickets = new TicketBook(LEFT_TICKET_TTL_MS);
   readonly #keyPrefix: string;
   readonly #watchdogTimeoutMs: number;
   readonly #commandTimeoutMs: number;
@@ -325,10 +326,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       // The first 'ready' is the initial connection; later ones follow a reconnect, after
       // which unlock messages may have been missed.
       if (connected) {
-        // A hand-over while the subscriber was away skipped this client's waiters.
-        for (const ticket of this.#tickets.values()) {
-          if (ticket.queued === 'in') ticket.queued = 'maybe';
-        }
+        // A hand-over while the subscriber was away skipped this client's waiters: each tries
+        // again, and the attempt queues it anew if its entry is gone.
         this.#subscriptions.resubscribed();
       }
       connected = true;
@@ -361,6 +360,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     keepTrying: (attempt: number) => boolean,
     timeoutMs = this.#commandTimeoutMs,
     until = Number.POSITIVE_INFINITY,
+    retryArgs = args,
   ): Promise<unknown> {
     // No try, and no wait between tries, outlasts `until`.
     const tryTimeout = (): number => Math.max(1, Math.min(timeoutMs, until - performance.now()));
@@ -373,7 +373,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     } catch (error) {
       if (!retryable(error, 1)) throw error;
     }
-    return pRetry(() => this.#runner.run(script, keys, args, tryTimeout()), {
+    return pRetry(() => this.#runner.run(script, keys, retryArgs, tryTimeout()), {
       retries: 1_000,
       minTimeout: 20,
       maxTimeout: 1_000,
@@ -418,10 +418,14 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     // Only an acquire that may wait joins the queue, and only once this client listens for
     // hand-overs: a hand-over nobody hears is skipped, so it would be wasted.
     let ticket =
-      waitMs > 0 && this.#subscriptions.grantsReady ? this.#newTicket(target, field, ttlMs) : undefined;
+      waitMs > 0 && this.#subscriptions.grantsReady
+        ? new Ticket(target, field, ttlMs, this.#grantChannel)
+        : undefined;
     const chain = chainId(target.key, field);
-    const attempt = (): Promise<Attempt> =>
-      this.#attempt(
+    /** An attempt the caller stopped waiting for: what it took must be given back. */
+    let abandoned: Promise<unknown> | undefined;
+    const attempt = async (): Promise<Attempt> => {
+      const sent = this.#attempt(
         target,
         field,
         chain,
@@ -430,6 +434,20 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         deadline,
         ticket !== undefined && this.#subscriptions.grantsReady ? ticket : undefined,
       );
+      if (signal === undefined) return sent;
+      try {
+        return await abortable(sent, signal);
+      } catch (error) {
+        if (signal.aborted && error === signal.reason) {
+          abandoned = sent.then(
+            (outcome) => (outcome.hold === undefined ? undefined : this.#release(outcome.hold)),
+            () => undefined,
+          );
+          abandoned.catch(() => undefined);
+        }
+        throw error;
+      }
+    };
 
     let waiter: Waiter | undefined;
     let acquired = false;
@@ -441,7 +459,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         return await this.#granted(outcome.hold, startedAt, signal);
       }
       if (waitMs === 0) return null;
-      ticket ??= this.#newTicket(target, field, ttlMs);
+      ticket ??= new Ticket(target, field, ttlMs, this.#grantChannel);
 
       this.#assertOpen();
       signal?.throwIfAborted();
@@ -457,10 +475,10 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       // When the lock is expected to expire, as far as this waiter knows: an expired lock
       // publishes nothing, so the head of the local queue wakes up then.
       let expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
-      let tryNow = joined.fresh || generationBefore !== waiter.generation || ticket.queued !== 'in';
+      let tryNow = joined.fresh || generationBefore !== waiter.generation || ticket.token === undefined;
       for (;;) {
-        if (!ticket.granted && performance.now() >= deadline) return null;
-        if (!tryNow && !ticket.granted) {
+        if (ticket.granted === undefined && performance.now() >= deadline) return null;
+        if (!tryNow && ticket.granted === undefined) {
           const remaining = deadline - performance.now();
           if (remaining <= 0) return null;
           const untilExpiry = expiresAt - performance.now();
@@ -487,104 +505,63 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       throw redisError(error, `waiting for lock "${target.name}"`);
     } finally {
       waiter?.leave(acquired);
-      if (ticket !== undefined) {
-        this.#tickets.delete(ticket.id);
-        ticket.waiter = undefined;
-        if (!acquired && ticket.queued !== 'new' && !this.#closed) {
-          // A caller that gave up is neither queued nor holding when its call returns, as long
-          // as Redis answers by its deadline plus a command timeout; otherwise the withdrawal
-          // goes on after the call returned.
-          const budget = Number.isFinite(deadline)
-            ? deadline + this.#commandTimeoutMs - performance.now()
-            : this.#commandTimeoutMs;
-          await this.#withdrawWithin(ticket, budget);
-        }
+      if (ticket !== undefined) ticket.waiter = undefined;
+      if (!acquired && !this.#closed && (ticket !== undefined || abandoned !== undefined)) {
+        // A caller that gave up is neither queued nor holding when its call returns, as long
+        // as Redis answers in time: by its deadline plus a command timeout, or within a short
+        // grace after an abort. Otherwise the clean-up goes on after the call returned.
+        const budget =
+          signal?.aborted === true
+            ? ABORT_CLEANUP_GRACE_MS
+            : Number.isFinite(deadline)
+              ? deadline + this.#commandTimeoutMs - performance.now()
+              : this.#commandTimeoutMs;
+        await within(Promise.all([ticket && this.#withdraw(ticket), abandoned]), budget);
       }
     }
   }
 
-  #newTicket(target: LockTarget, field: string, ttlMs: number): Ticket {
-    const id = this.#nextRequestId();
-    const ticket: Ticket = {
-      id,
-      member: queueMember(id, ttlMs, this.#grantChannel, field),
-      target,
-      field,
-      queued: 'new',
-      queuedAt: 0,
-      cancelled: false,
-      granted: false,
-      sentAt: 0,
-      waiter: undefined,
-    };
-    this.#tickets.set(id, ticket);
-    return ticket;
-  }
-
-  /** Withdraws a ticket, waiting at most `ms` for it. */
-  async #withdrawWithin(ticket: Ticket, ms: number): Promise<void> {
-    const withdrawn = this.#withdraw(ticket);
-    if (ms <= 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      withdrawn,
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, ms);
-        timer.unref();
-      }),
-    ]);
-    clearTimeout(timer);
-  }
-
   /**
    * Takes a ticket whose waiter gave up out of the queue; if a release handed it the lock
-   * meanwhile, passes the lock on. Runs after this owner's other requests on the lock. Until it
-   * is done the ticket is remembered, so a hand-over to it that is heard meanwhile (or after it
-   * failed) is passed on as well.
+   * meanwhile, passes the lock on. Runs after this owner's other requests on the lock, so after
+   * an attempt still in flight. Until it is done the ticket's tokens are remembered, so a
+   * hand-over to it that is heard meanwhile (or after it failed) is passed on as well.
    */
   async #withdraw(ticket: Ticket): Promise<void> {
-    const { target, field, member } = ticket;
+    const { target, field } = ticket;
     const chain = chainId(target.key, field);
-    this.#rememberLeft(ticket);
+    this.#tickets.leave(ticket, performance.now());
     try {
       await this.#chains.run(chain, async () => {
+        // Never queued, or the entry went with a hand-over this owner used.
+        if (ticket.token === undefined) return;
         this.#assertOpen();
         // With a hold of its own, the owner's field is not the hand-over's to give back.
         const handed = this.#holds.has(chain) ? '' : '1';
         await this.#callIdempotent(
           luaScripts['lock/withdraw'],
           [target.key, waitQueueKey(target.key)],
-          [target.channel, field, member, handed],
+          [target.channel, field, ticket.entry(ticket.token), handed],
           (attempt) => attempt < 3,
         );
       });
-      if (!ticket.cancelled) this.#leftTickets.delete(ticket.id);
+      if (!ticket.cancelled) this.#tickets.done(ticket);
     } catch {
       // Remembered: a late hand-over to it is passed on when heard.
     }
   }
 
-  /** Remembers a ticket whose waiter is gone, so a hand-over to it is passed on when heard. */
-  #rememberLeft(ticket: Ticket): void {
-    const now = performance.now();
-    for (const [id, left] of this.#leftTickets) {
-      if (now - left.leftAt < LEFT_TICKET_TTL_MS) break;
-      this.#leftTickets.delete(id);
-    }
-    this.#leftTickets.set(ticket.id, { ticket, leftAt: now });
-  }
-
   /** A release handed a lock to one of this client's tickets. */
-  #onGrant(id: string): void {
-    const ticket = this.#tickets.get(id);
+  #onGrant(token: string): void {
+    const ticket = this.#tickets.waiting(token);
     if (ticket !== undefined) {
-      ticket.granted = true;
+      ticket.granted = token;
       ticket.waiter?.wake('attempt');
       return;
     }
-    const left = this.#leftTickets.get(id);
+    const left = this.#tickets.left(token);
     // Its waiter gave up: pass the lock on, unless the same owner has taken it since.
-    if (left !== undefined) void this.#withdraw(left.ticket);
+    if (left !== undefined) void this.#withdraw(left);
   }
 
   async #granted(hold: Hold, startedAt: number, signal: AbortSignal | undefined): Promise<Lease> {
@@ -619,19 +596,17 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     return this.#chains.run(chain, async (keepBusy) => {
       this.#assertOpen();
       const existing = this.#holds.get(chain);
-      if (ticket?.granted === true) {
-        ticket.granted = false;
-        // Handed over by a release: the lease it set runs at least from the last attempt that
-        // found the lock held. With half of it left, take it without asking; otherwise (or if
-        // this owner took the lock meanwhile) the attempt below confirms or re-enters.
-        if (existing === undefined && performance.now() < ticket.sentAt + ttlMs / 2) {
-          const hold = new Hold(target.name, target.key, target.channel, field, ttlMs, watchdog, chain);
-          hold.count = 1;
-          hold.extend(ticket.sentAt);
-          this.#holds.set(chain, hold);
-          this.#watchdog.track(hold);
-          return { hold };
-        }
+      // Handed over by a release after the latest attempt found this waiter queued: the lease
+      // it set runs at least from that attempt's send. With half of it left, take it without
+      // asking; otherwise (or if this owner took the lock meanwhile) the attempt below
+      // confirms or re-enters.
+      if (ticket?.granted !== undefined && ticket.takeGrant(performance.now()) && existing === undefined) {
+        const hold = new Hold(target.name, target.key, target.channel, field, ttlMs, watchdog, chain);
+        hold.count = 1;
+        hold.extend(ticket.sentAt);
+        this.#holds.set(chain, hold);
+        this.#watchdog.track(hold);
+        return { hold };
       }
       const expected = existing?.count ?? 0;
       // A re-entry keeps the mode and TTL of the first acquisition.
@@ -639,23 +614,19 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         existing ?? new Hold(target.name, target.key, target.channel, field, ttlMs, watchdog, chain);
       const request = requestKey(target.key, this.#nextRequestId());
       const keys = [target.key, request, waitQueueKey(target.key)];
-      const member = ticket?.member ?? '';
-      const sentAt = performance.now();
-      // A long wait re-checks its place now and then, which also keeps the queue from expiring.
-      const queued =
-        ticket === undefined
-          ? ''
-          : ticket.queued === 'in' && sentAt - ticket.queuedAt > QUEUE_TTL_MS / 2
-            ? 'maybe'
-            : ticket.queued;
+      if (ticket !== undefined) this.#tickets.issue(ticket, this.#nextRequestId());
+      const waiter = ticket?.entry(ticket.pending) ?? '';
+      const queuedAs = ticket?.entry(ticket.token) ?? '';
       const args = [
         String(hold.ttlMs),
         field,
         String(expected),
-        member,
-        queued,
+        waiter,
+        queuedAs,
         String(hold.ttlMs + QUEUE_TTL_MS),
+        '',
       ];
+      const sentAt = performance.now();
       let reply: unknown;
       try {
         reply = await this.#callIdempotent(
@@ -666,21 +637,25 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           (attempt) => (Number.isFinite(deadline) ? performance.now() < deadline : attempt < 6),
           this.#commandTimeoutMs,
           deadline + this.#commandTimeoutMs,
+          // A repeated call may find the entry its first copy queued.
+          args.with(6, '1'),
         );
       } catch (error) {
         if (isTransient(error)) {
           // The request may still have been applied. Refuse any late replay of it and undo it
           // if it went through, before this owner's next request on the lock.
-          keepBusy(this.#cancelAcquire(hold, request, expected, member));
+          keepBusy(this.#cancelAcquire(hold, request, expected, [waiter, queuedAs]));
           if (ticket !== undefined) {
             ticket.cancelled = true;
-            this.#rememberLeft(ticket);
+            this.#tickets.leave(ticket, performance.now());
           }
         }
+        if (ticket !== undefined) this.#tickets.settle(ticket, sentAt, undefined);
         throw redisError(error, `acquiring lock "${target.name}"`);
       }
 
       if (reply === null || reply === undefined) {
+        if (ticket !== undefined) this.#tickets.settle(ticket, sentAt, undefined);
         if (hold.lost) {
           // Lost while this re-entry was in flight; the clean-up queued after it drops the field.
           throw hold.lostError ?? new LockLostError(`Lock "${target.name}" was lost`, 'not-owner');
@@ -695,6 +670,12 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         }
         return { hold };
       }
+      if (Array.isArray(reply)) {
+        // Held by another owner: its PTTL, and whether the waiter's entry is the new one.
+        if (ticket !== undefined) this.#tickets.settle(ticket, sentAt, Number(reply[1]) === 1);
+        return { pttl: Number(reply[0]) };
+      }
+      if (ticket !== undefined) this.#tickets.settle(ticket, sentAt, undefined);
       const code = Number(reply);
       if (code === -4) {
         const message = `Lock "${target.name}" is no longer held by this owner: it was lost or changed behind its back`;
@@ -702,29 +683,28 @@ export class LockClient extends EventEmitter<LockClientEvents> {
           ? new LockLostError(message, 'not-owner')
           : this.#markLost(existing, 'not-owner', message);
       }
-      if (code === -3) {
-        // Only a request this client gave up on is refused, and requests are never reused.
-        throw new LockError(
-          'REDIS_ERROR',
-          `Acquire request for lock "${target.name}" was refused as cancelled`,
-        );
-      }
-      if (ticket !== undefined) {
-        if (queued !== 'in') ticket.queuedAt = sentAt;
-        ticket.queued = 'in';
-        ticket.sentAt = sentAt;
-      }
-      return { pttl: code };
+      // -3: only a request this client gave up on is refused, and requests are never reused.
+      throw new LockError(
+        'REDIS_ERROR',
+        code === -3
+          ? `Acquire request for lock "${target.name}" was refused as cancelled`
+          : `Unexpected reply from the acquire script for lock "${target.name}"`,
+      );
     });
   }
 
-  async #cancelAcquire(hold: Hold, request: string, expected: number, member: string): Promise<void> {
+  async #cancelAcquire(
+    hold: Hold,
+    request: string,
+    expected: number,
+    entries: readonly [waiter: string, queuedAs: string],
+  ): Promise<void> {
     const giveUpAt = performance.now() + hold.ttlMs + CANCEL_RECORD_TTL_MS / 2;
     try {
       await this.#callIdempotent(
         luaScripts['lock/cancel-acquire'],
         [hold.key, request, waitQueueKey(hold.key)],
-        [hold.channel, hold.field, String(expected), String(CANCEL_RECORD_TTL_MS), member],
+        [hold.channel, hold.field, String(expected), String(CANCEL_RECORD_TTL_MS), ...entries],
         () => performance.now() < giveUpAt,
       );
     } catch (error) {

@@ -33,7 +33,7 @@ export function requestKey(key: string, requestId: string): string {
 }
 
 /**
- * The queue of a lock's waiters: a sorted set scored by arrival, read by the scripts that free
+ * The queue of a lock's waiters: a list in arrival order, read by the scripts that free
  * the lock so they can hand it straight to the next live waiter.
  */
 export function waitQueueKey(key: string): string {

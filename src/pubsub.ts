@@ -105,6 +105,11 @@ export class Waiter {
       };
       const onAbort = (): void => fail(signal?.reason);
       const onClose = (error: Error): void => fail(error);
+      // A signal that aborted already fires no 'abort' event.
+      if (signal?.aborted === true) {
+        reject(signal.reason);
+        return;
+      }
       if (Number.isFinite(ms)) timer = setTimeout(() => done('timeout'), Math.max(0, ms));
       signal?.addEventListener('abort', onAbort, { once: true });
       this.#channel.closing.add(onClose);

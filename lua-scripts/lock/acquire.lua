@@ -5,15 +5,19 @@
 -- ARGV[1] lease: lease to set on the lock key, in milliseconds (integer > 0)
 -- ARGV[2] owner: hash field of the owner, `<clientId>:<ownerId>`
 -- ARGV[3] expected: hold count the caller believes the owner has before this call (integer >= 0)
--- ARGV[4] waiter: queue entry `<ticket> <lease> <grant channel> <owner>`; empty: not waiting
--- ARGV[5] queued: where the waiter stands: `new` (not queued: queue it if the lock is held),
---   `in` (queued), `maybe` (perhaps dropped: queue it unless it is there); empty: no waiter
+-- ARGV[4] waiter: queue entry `<ticket> <lease> <grant channel> <owner>` to push when the lock
+--   is held and the waiter is not queued; its ticket is new with every call; empty: not waiting
+-- ARGV[5] queued as: the entry an earlier call left in the queue, as far as the caller knows;
+--   empty: none
 -- ARGV[6] queue TTL: how long the queue lives after a waiter joins, in milliseconds (integer > 0)
+-- ARGV[7] retry: `1` when this call may repeat one that was applied (so ARGV[4] may be queued)
 -- Returns nil when the owner now holds the lock at count expected + 1 (taken, re-entered, handed
 --   over by a release, or a replay of this same request that had already been applied; the lease
 --   is set either way, and the waiter's entry is removed);
---   an integer >= -1 when another owner holds the lock: its PTTL in milliseconds (-1: no expiry);
---   the waiter, if given, is then queued;
+--   {pttl, pushed} when another owner holds the lock: its PTTL in milliseconds (-1: no expiry),
+--   and 1 when the waiter's entry in the queue is now ARGV[4], 0 when it is still ARGV[5] (or no
+--   waiter was given). The queue is checked, never assumed: an entry that a release popped (to
+--   hand the lock over) or dropped is replaced by ARGV[4], at the back;
 --   -3 when the request was cancelled (KEYS[2] exists) and would take or re-enter the lock:
 --   nothing is changed (a cancelled request may still queue its waiter; the client passes a
 --   hand-over to a waiter it gave up on);
@@ -26,8 +30,20 @@ local lease = ARGV[1]
 local owner = ARGV[2]
 local expected = tonumber(ARGV[3])
 local waiter = ARGV[4]
-local queued = ARGV[5]
+local queuedAs = ARGV[5]
 local queueTtl = ARGV[6]
+local retry = ARGV[7] == '1'
+
+-- The owner holds the lock now: it waits no longer. An earlier copy of this call may have
+-- queued `waiter` before the lock came free.
+local function dequeue()
+  if queuedAs ~= '' then
+    redis.call('lrem', queueKey, '1', queuedAs)
+  end
+  if retry and waiter ~= '' then
+    redis.call('lrem', queueKey, '1', waiter)
+  end
+end
 
 local pttl = redis.call('pttl', lockKey)
 -- A free lock has no fields to read.
@@ -35,29 +51,30 @@ local held = 0
 if pttl ~= -2 then
   held = tonumber(redis.call('hget', lockKey, owner)) or 0
 end
-local wasQueued = queued == 'in' or queued == 'maybe'
 
 if held == expected + 1 then
   -- Handed over to this owner while it waited, or the reply to this request was lost and the
   -- caller is asking again: either way it holds the lock now.
   redis.call('pexpire', lockKey, lease)
-  if wasQueued then
-    redis.call('lrem', queueKey, '1', waiter)
-  end
+  dequeue()
   return nil
 end
 if held ~= expected then
   return -4
 end
 if held == 0 and pttl ~= -2 then
-  if queued == 'new' or (queued == 'maybe' and not redis.call('lpos', queueKey, waiter)) then
+  if waiter == '' then
+    return { pttl, 0 }
+  end
+  local pushed = 1
+  if queuedAs ~= '' and redis.call('lpos', queueKey, queuedAs) then
+    pushed = 0
+  elseif not (retry and redis.call('lpos', queueKey, waiter)) then
     redis.call('rpush', queueKey, waiter)
   end
-  if queued ~= '' and queued ~= 'in' then
-    -- Waiters that queue keep the queue alive; it goes away on its own when they are gone.
-    redis.call('pexpire', queueKey, queueTtl)
-  end
-  return pttl
+  -- Waiters that queue keep the queue alive; it goes away on its own when they are gone.
+  redis.call('pexpire', queueKey, queueTtl)
+  return { pttl, pushed }
 end
 
 -- Taking a free lock or re-entering: only here can a late copy of a cancelled request do harm.
@@ -66,7 +83,5 @@ if redis.call('exists', requestKey) == 1 then
 end
 redis.call('hincrby', lockKey, owner, '1')
 redis.call('pexpire', lockKey, lease)
-if wasQueued then
-  redis.call('lrem', queueKey, '1', waiter)
-end
+dequeue()
 return nil

@@ -6,7 +6,8 @@
 -- ARGV[2] owner: hash field of the owner that sent the request
 -- ARGV[3] expected: the `expected` the request carried (hold count before it, integer >= 0)
 -- ARGV[4] request TTL: how long KEYS[2] refuses the request, in milliseconds (integer > 0)
--- ARGV[5] waiter: the queue entry the request carried, removed from the queue; empty: none
+-- ARGV[5] waiter: the queue entry the request would push, removed from the queue; empty: none
+-- ARGV[6] queued as: the entry the request found queued, removed from the queue; empty: none
 -- Returns 1 when the request had been applied and is now undone, 0 when it had not been applied.
 local lockKey = KEYS[1]
 local requestKey = KEYS[2]
@@ -16,12 +17,15 @@ local owner = ARGV[2]
 local expected = tonumber(ARGV[3])
 local requestTtl = tonumber(ARGV[4])
 local waiter = ARGV[5]
+local queuedAs = ARGV[6]
 
 -- @include hand-over
 
 redis.call('set', requestKey, 1, 'px', requestTtl)
-if waiter ~= '' then
-  redis.call('lrem', queueKey, '1', waiter)
+for _, entry in ipairs({ waiter, queuedAs }) do
+  if entry ~= '' then
+    redis.call('lrem', queueKey, '1', entry)
+  end
 end
 
 local held = tonumber(redis.call('hget', lockKey, owner)) or 0
