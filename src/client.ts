@@ -172,6 +172,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly #releaseRetryMs: number;
   /** Holds of this client by chain id (lock key + owner field), while count > 0. */
   readonly #holds = new Map<string, Hold>();
+  /** Acquire calls under way, by chain id (lock key + owner field). */
+  readonly #acquiring = new Map<string, number>();
   readonly #chains = new OperationChains();
   readonly #watchdog: Watchdog;
   readonly #subscriptions: UnlockSubscriptions;
@@ -422,6 +424,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         ? new Ticket(target, field, ttlMs, this.#grantChannel)
         : undefined;
     const chain = chainId(target.key, field);
+    this.#acquiring.set(chain, (this.#acquiring.get(chain) ?? 0) + 1);
     /** An attempt the caller stopped waiting for: what it took must be given back. */
     let abandoned: Promise<unknown> | undefined;
     const attempt = async (): Promise<Attempt> => {
@@ -504,6 +507,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       if (signal?.aborted === true && error === signal.reason) throw error;
       throw redisError(error, `waiting for lock "${target.name}"`);
     } finally {
+      const others = (this.#acquiring.get(chain) ?? 1) - 1;
+      if (others > 0) this.#acquiring.set(chain, others);
+      else this.#acquiring.delete(chain);
       waiter?.leave(acquired);
       if (ticket !== undefined) ticket.waiter = undefined;
       if (!acquired && !this.#closed && (ticket !== undefined || abandoned !== undefined)) {
@@ -536,8 +542,12 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         // Never queued, or the entry went with a hand-over this owner used.
         if (ticket.token === undefined) return;
         this.#assertOpen();
-        // With a hold of its own, the owner's field is not the hand-over's to give back.
-        const handed = this.#holds.has(chain) ? '' : '1';
+        // The owner's field is the hand-over's to give back only if nothing else of this owner
+        // may stand behind it: no hold, and no other acquire whose own hand-over it may be.
+        // Such an acquire is woken instead: its attempt finds the lock handed to it, or not.
+        const waiting = this.#acquiring.has(chain);
+        const handed = this.#holds.has(chain) || waiting ? '' : '1';
+        if (waiting) this.#tickets.wakeOthers(ticket);
         await this.#callIdempotent(
           luaScripts['lock/withdraw'],
           [target.key, waitQueueKey(target.key)],

@@ -54,15 +54,18 @@ export class Ticket {
   /**
    * Takes the hand-over heard, if any: true when it may be used without asking Redis again —
    * it popped the entry the latest attempt found queued, and half of the lease it set is still
-   * ahead by the client's clock.
+   * ahead by the client's clock. Then the entry is gone with it. Otherwise the entry is kept:
+   * the next attempt finds it gone and queues the waiter anew, or finds the lock still handed
+   * over; a withdrawal finds it gone and passes the lock on.
    */
   takeGrant(now: number): boolean {
     const granted = this.granted;
     this.granted = undefined;
-    if (granted === undefined || granted !== this.token) return false;
-    // Popped by the hand-over: used or not, it is no longer in the queue.
+    if (granted === undefined || granted !== this.token || now >= this.sentAt + this.ttlMs / 2) {
+      return false;
+    }
     this.token = undefined;
-    return now < this.sentAt + this.ttlMs / 2;
+    return true;
   }
 }
 
@@ -130,6 +133,18 @@ export class TicketBook {
       if (token === undefined) continue;
       this.#waiting.delete(token);
       this.#left.set(token, { ticket, leftAt: now });
+    }
+  }
+
+  /**
+   * Wakes the waiting tickets of the same owner on the same lock as `ticket`, so each asks
+   * Redis where it stands.
+   */
+  wakeOthers(ticket: Ticket): void {
+    for (const other of new Set(this.#waiting.values())) {
+      if (other !== ticket && other.field === ticket.field && other.target.key === ticket.target.key) {
+        other.waiter?.wake('attempt');
+      }
     }
   }
 
