@@ -18,6 +18,7 @@ import { describe, expect, it } from 'vitest';
 import type { Lease, LockClient } from '../../src/index.js';
 import type { Worker, WorkerMessage } from '../support/child.js';
 import { uniquePrefix } from '../support/keys.js';
+import { msBetween, now, ofType, stamp } from '../support/stamps.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { ownServer } from './own-server.js';
 import { scaled } from './scale.js';
@@ -41,26 +42,8 @@ function queueOf(key: string): string {
   return `latchkey_queue:{${key}}`;
 }
 
-function now(): bigint {
-  return process.hrtime.bigint();
-}
-
-function msBetween(from: bigint, to: bigint): number {
-  return Number(to - from) / 1e6;
-}
-
 function later(...stamps: bigint[]): bigint {
   return stamps.reduce((a, b) => (a > b ? a : b));
-}
-
-function stamp(msg: WorkerMessage, field = 't'): bigint {
-  const value = msg[field];
-  if (typeof value !== 'string') throw new Error(`expected a nanosecond stamp in ${field}`);
-  return BigInt(value);
-}
-
-function ofType(...types: string[]): (msg: WorkerMessage) => boolean {
-  return (msg) => types.includes(String(msg['type']));
 }
 
 async function sleepUntil(at: bigint): Promise<void> {

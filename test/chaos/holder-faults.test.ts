@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WorkerMessage, Worker } from '../support/child.js';
 import { uniquePrefix } from '../support/keys.js';
+import { msBetween, now, ofType, stamp } from '../support/stamps.js';
 import { startRedis, type RedisInstance } from '../support/redis-server.js';
 import { channelOf, testResources, type Redis } from '../support/resources.js';
 import { sleep, waitUntil } from '../support/wait.js';
@@ -36,24 +37,6 @@ const MS = 1_000_000n;
 /** A test's timeout: its own run time, plus room for slow worker starts on a loaded machine. */
 function budget(scenarioMs: number): number {
   return 2 * STARTUP_MS + scenarioMs;
-}
-
-function now(): bigint {
-  return process.hrtime.bigint();
-}
-
-function msBetween(from: bigint, to: bigint): number {
-  return Number(to - from) / 1e6;
-}
-
-function stamp(msg: WorkerMessage, field = 't'): bigint {
-  const value = msg[field];
-  if (typeof value !== 'string') throw new Error(`expected a nanosecond stamp in ${field}`);
-  return BigInt(value);
-}
-
-function ofType(type: string): (msg: WorkerMessage) => boolean {
-  return (msg) => msg['type'] === type;
 }
 
 function all(worker: Worker, type: string): WorkerMessage[] {
