@@ -437,7 +437,8 @@ inline attempt(c) {
 inline queueAttempt(c) {
   if
   :: CHAINIDLE(c) && (TAKESGRANT(c) || CANSEND(c)) -> attempt(c)
-  :: else -> cl[c].ph = ATT; cl[c].pre = cl[c].wd | cl[c].ab
+  :: else -> cl[c].ph = ATT; cl[c].pre = cl[c].wd | cl[c].ab;
+     printf("@ t=%d %c: #attempt queued behind earlier requests\n", clk, NAME(c))
   fi
 }
 
@@ -506,49 +507,54 @@ inline onRenewReply(c) {
   clearSlot(c)
 }
 
+/* #attempt with no reply (timeout, lost request or reply) -> #cancelAcquire at once, the
+   call fails, the ticket is left and cancelled; #withdraw in #acquire's finally */
+inline timedOut(c, copyOnWay) {
+  printf("@ t=%d %c: acquire timed out; cancel-acquire sent\n", clk, NAME(c));
+  cl[c].lm = cl[c].lm | BIT(cl[c].tok) | BIT(cl[c].pend);
+  cl[c].cm = cl[c].cm | BIT(cl[c].tok) | BIT(cl[c].pend);
+  cl[c].wd = cl[c].wd | BIT(cl[c].tok);
+  send(c, CANCEL, cl[c].tok, cl[c].pend, copyOnWay);
+  clearTicket(c);
+  cl[c].ph = IDLE;
+  ghost()
+}
+
 /* ---------------------------------------------------------------- processes */
+/* Every step is one d_step: an indivisible transition with no intermediate states (a script
+   runs atomically in Redis; a client step is one turn of its event loop). Where a step has
+   several outcomes (a reply delivered or lost, a timed-out request late or gone), each
+   outcome is a step of its own. */
 
 proctype Client(byte c) {
 end:
   do
   /* Lock.acquire -> #acquire: a new call with a new ticket; its first #attempt */
-  :: atomic { cl[c].ph == IDLE && cl[c].nacq < KOF(c) ->
+  :: d_step { cl[c].ph == IDLE && cl[c].nacq < KOF(c) ->
        cl[c].nacq++;
        cl[c].sage = HALF;
        queueAttempt(c);
        ghost() }
 
   /* #attempt, once the chain work queued before it is done */
-  :: atomic { cl[c].ph == ATT && cl[c].rqk == NONE && cl[c].pre == 0 && (TAKESGRANT(c) || CANSEND(c)) ->
+  :: d_step { cl[c].ph == ATT && cl[c].rqk == NONE && cl[c].pre == 0 && (TAKESGRANT(c) || CANSEND(c)) ->
        attempt(c);
        ghost() }
 
   /* #attempt: no reply (timeout, lost request or reply) -> #cancelAcquire at once,
      the call fails, the ticket is left and cancelled; #withdraw in #acquire's finally */
-  :: atomic { cl[c].rqk == ACQ && (cl[c].rqs == LOST || (cl[c].rqs == SENT && nf < MAXF)) ->
-       found = false;
-       if
-       :: cl[c].rqs == SENT ->
-          nf++;
-          if
-          :: !cl[c].late ->                     /* the request may still be executed later */
-             cl[c].late = true; cl[c].lw = cl[c].rqa; cl[c].lq = cl[c].rqb; cl[c].lcr = false; found = true
-          :: true                            /* the request is lost */
-          fi
-       :: else
-       fi;
-       printf("@ t=%d %c: acquire timed out; cancel-acquire sent\n", clk, NAME(c));
-       cl[c].lm = cl[c].lm | BIT(cl[c].tok) | BIT(cl[c].pend);
-       cl[c].cm = cl[c].cm | BIT(cl[c].tok) | BIT(cl[c].pend);
-       cl[c].wd = cl[c].wd | BIT(cl[c].tok);
-       send(c, CANCEL, cl[c].tok, cl[c].pend, found);
-       clearTicket(c);
-       cl[c].ph = IDLE;
-       found = false;
-       ghost() }
+  :: d_step { cl[c].rqk == ACQ && cl[c].rqs == LOST ->       /* executed, reply lost */
+       timedOut(c, false) }
+  :: d_step { cl[c].rqk == ACQ && cl[c].rqs == SENT && nf < MAXF && !cl[c].late ->
+       nf++;                                /* not executed yet: it may still be, later */
+       cl[c].late = true; cl[c].lw = cl[c].rqa; cl[c].lq = cl[c].rqb; cl[c].lcr = false;
+       timedOut(c, true) }
+  :: d_step { cl[c].rqk == ACQ && cl[c].rqs == SENT && nf < MAXF ->
+       nf++;                                /* not executed, and never will be */
+       timedOut(c, false) }
 
   /* #acquire wait loop: a grant, an unlock message, a reconnect or the timer wakes it */
-  :: atomic { cl[c].ph == WAIT && (cl[c].gtok != 0 || cl[c].wk || cl[c].tmr == 0) ->
+  :: d_step { cl[c].ph == WAIT && (cl[c].gtok != 0 || cl[c].wk || cl[c].tmr == 0) ->
        printf("@ t=%d %c: wakes (%d grant, %d unlock/reconnect, %d timer)\n",
               clk, NAME(c), cl[c].gtok != 0, cl[c].wk, cl[c].tmr == 0);
        cl[c].wk = false; cl[c].tmr = 0;
@@ -556,7 +562,7 @@ end:
        ghost() }
 
   /* abort or deadline: the call ends at once, the ticket is left */
-  :: atomic { (cl[c].ph == ATT || cl[c].ph == INF || cl[c].ph == WAIT) && ng < MAXG ->
+  :: d_step { (cl[c].ph == ATT || cl[c].ph == INF || cl[c].ph == WAIT) && ng < MAXG ->
        ng++;
        printf("@ t=%d %c: gives up waiting\n", clk, NAME(c));
        if
@@ -569,7 +575,7 @@ end:
        ghost() }
 
   /* #onGrant: a grant message is read */
-  :: atomic { cl[c].gb != 0 ->
+  :: d_step { cl[c].gb != 0 ->
        tkn = GB1(c); cl[c].gb = cl[c].gb >> 3;
        if
        :: LIVE(c) && (tkn == cl[c].tok || tkn == cl[c].pend) -> cl[c].gtok = tkn;
@@ -586,14 +592,14 @@ end:
        ghost() }
 
   /* chain work: #expire's abandon */
-  :: atomic { cl[c].rqk == NONE && cl[c].ab && (cl[c].ph != ATT || (cl[c].pre & 1)) ->
+  :: d_step { cl[c].rqk == NONE && cl[c].ab && (cl[c].ph != ATT || (cl[c].pre & 1)) ->
        cl[c].ab = false; cl[c].pre = cl[c].pre & ~1;
        send(c, ABANDON, 0, 0, 0);
        printf("@ t=%d %c: abandon sent\n", clk, NAME(c));
        ghost() }
 
   /* chain work: #withdraw (handed: this owner holds nothing locally) */
-  :: atomic { cl[c].rqk == NONE && (cl[c].ph == ATT -> (cl[c].wd & cl[c].pre) : cl[c].wd) != 0 ->
+  :: d_step { cl[c].rqk == NONE && (cl[c].ph == ATT -> (cl[c].wd & cl[c].pre) : cl[c].wd) != 0 ->
        tkn = 1;
        do
        :: HAS((cl[c].ph == ATT -> (cl[c].wd & cl[c].pre) : cl[c].wd), tkn) -> break
@@ -616,32 +622,32 @@ end:
        ghost() }
 
   /* Watchdog: renew, at most once per tick after the last confirmed lease start */
-  :: atomic { cl[c].ph == HOLD && cl[c].rqk == NONE && cl[c].vu < RENEW_AT ->
+  :: d_step { cl[c].ph == HOLD && cl[c].rqk == NONE && cl[c].vu < RENEW_AT ->
        send(c, RENEW, 0, 0, 0);
        ghost() }
 
   /* Lease.release -> #release: stops believing it holds when the request goes out */
-  :: atomic { cl[c].ph == HOLD && cl[c].rqk == NONE && cl[c].wd == 0 && !cl[c].ab ->
+  :: d_step { cl[c].ph == HOLD && cl[c].rqk == NONE && cl[c].wd == 0 && !cl[c].ab ->
        cl[c].ph = IDLE; cl[c].vu = 0;
        send(c, RELEASE, 0, 0, 0);
        printf("@ t=%d %c: release sent\n", clk, NAME(c));
        ghost() }
 
   /* Watchdog -> #expire: no renewal confirmed within the lease: lost, abandon queued */
-  :: atomic { cl[c].ph == HOLD && cl[c].vu == 0 ->
+  :: d_step { cl[c].ph == HOLD && cl[c].vu == 0 ->
        cl[c].ph = IDLE; cl[c].vu = 0; cl[c].ab = true;
        printf("@ t=%d %c: lease ran out locally: lock lost\n", clk, NAME(c));
        ghost() }
 
   /* subscriber connection drops: unread messages are lost. Only taken when it can matter:
      a live or left ticket, or unread grants (otherwise a drop and reconnect change nothing) */
-  :: atomic { cl[c].conn && nd < MAXD && (LIVE(c) || cl[c].ph == LINF || cl[c].gb != 0 || cl[c].lm != 0) ->
+  :: d_step { cl[c].conn && nd < MAXD && (LIVE(c) || cl[c].ph == LINF || cl[c].gb != 0 || cl[c].lm != 0) ->
        nd++; cl[c].conn = false; cl[c].gb = 0; cl[c].wk = false;
        printf("@ t=%d %c: subscriber disconnected\n", clk, NAME(c));
        ghost() }
 
   /* ...and comes back: every waiter of the client wakes */
-  :: atomic { !cl[c].conn ->
+  :: d_step { !cl[c].conn ->
        cl[c].conn = true;
        if :: LIVE(c) -> cl[c].wk = true :: else fi;
        printf("@ t=%d %c: subscriber reconnected\n", clk, NAME(c));
@@ -653,60 +659,75 @@ end:
 proctype Net(byte c) {
 end:
   do
-  :: atomic { cl[c].rqs == SENT ->
-       if
-       :: cl[c].rqk == ACQ ->
-          acquireScript(c, cl[c].rqa, cl[c].rqb, false, rpl, rpt);
-          printf("@ t=%d Redis: acquire(%c, waiter %d, queuedAs %d) -> %d\n",
-                 clk, NAME(c), cl[c].rqa, cl[c].rqb, rpl);
-          if
-          :: onAcquireReply(c)
-          :: nf < MAXF -> nf++; cl[c].rqs = LOST           /* the client will time out */
-          fi
-       :: cl[c].rqk == RENEW ->
-          renewScript(c, rpl);
-          if
-          :: onRenewReply(c)
-          :: nf < MAXF -> nf++; clearSlot(c)             /* reply lost: no renewal */
-          fi
-       :: cl[c].rqk == RELEASE ->
-          printf("@ t=%d Redis: release(%c)\n", clk, NAME(c));
-          releaseScript(c); clearSlot(c)
-       :: cl[c].rqk == WITHDRAW ->
-          withdrawScript(c, cl[c].rqa, cl[c].rqf, res);
-          printf("@ t=%d Redis: withdraw(%c, token %d, handed %d) -> %d\n",
-                 clk, NAME(c), cl[c].rqa, cl[c].rqf, res);
-          if
-          :: !HAS(cl[c].cm, cl[c].rqa) -> cl[c].lm = cl[c].lm & ~BIT(cl[c].rqa)   /* reply: forget it */
-          :: nf < MAXF -> nf++                                      /* reply lost */
-          :: HAS(cl[c].cm, cl[c].rqa)                                     /* cancelled: kept */
-          fi;
-          res = 0;
-          clearSlot(c)
-       :: cl[c].rqk == CANCEL ->
-          printf("@ t=%d Redis: cancel-acquire(%c, tokens %d %d)\n", clk, NAME(c), cl[c].rqa, cl[c].rqb);
-          cancelScript(c, cl[c].rqa, cl[c].rqb, cl[c].rqf); clearSlot(c)
-       :: cl[c].rqk == ABANDON ->
-          printf("@ t=%d Redis: abandon(%c)\n", clk, NAME(c));
-          abandonScript(c); clearSlot(c)
+  /* a request is executed, and its reply delivered */
+  :: d_step { cl[c].rqs == SENT && cl[c].rqk == ACQ ->
+       acquireScript(c, cl[c].rqa, cl[c].rqb, false, rpl, rpt);
+       printf("@ t=%d Redis: acquire(%c, waiter %d, queuedAs %d) -> %d\n",
+              clk, NAME(c), cl[c].rqa, cl[c].rqb, rpl);
+       onAcquireReply(c);
+       ghost() }
+  :: d_step { cl[c].rqs == SENT && cl[c].rqk == RENEW ->
+       renewScript(c, rpl);
+       onRenewReply(c);
+       ghost() }
+  :: d_step { cl[c].rqs == SENT && cl[c].rqk == RELEASE ->
+       printf("@ t=%d Redis: release(%c)\n", clk, NAME(c));
+       releaseScript(c); clearSlot(c);
+       ghost() }
+  :: d_step { cl[c].rqs == SENT && cl[c].rqk == WITHDRAW ->
+       withdrawScript(c, cl[c].rqa, cl[c].rqf, res);
+       printf("@ t=%d Redis: withdraw(%c, token %d, handed %d) -> %d\n",
+              clk, NAME(c), cl[c].rqa, cl[c].rqf, res);
+       if                                   /* the reply: forget the left ticket... */
+       :: !HAS(cl[c].cm, cl[c].rqa) -> cl[c].lm = cl[c].lm & ~BIT(cl[c].rqa)
+       :: else                              /* ...unless it was cancelled */
        fi;
+       res = 0;
+       clearSlot(c);
+       ghost() }
+  :: d_step { cl[c].rqs == SENT && cl[c].rqk == CANCEL ->
+       printf("@ t=%d Redis: cancel-acquire(%c, tokens %d %d)\n", clk, NAME(c), cl[c].rqa, cl[c].rqb);
+       cancelScript(c, cl[c].rqa, cl[c].rqb, cl[c].rqf); clearSlot(c);
+       ghost() }
+  :: d_step { cl[c].rqs == SENT && cl[c].rqk == ABANDON ->
+       printf("@ t=%d Redis: abandon(%c)\n", clk, NAME(c));
+       abandonScript(c); clearSlot(c);
+       ghost() }
+
+  /* ...or executed with its reply lost */
+  :: d_step { cl[c].rqs == SENT && cl[c].rqk == ACQ && nf < MAXF ->
+       acquireScript(c, cl[c].rqa, cl[c].rqb, false, rpl, rpt);
+       printf("@ t=%d Redis: acquire(%c, waiter %d, queuedAs %d) -> %d, reply lost\n",
+              clk, NAME(c), cl[c].rqa, cl[c].rqb, rpl);
+       nf++; cl[c].rqs = LOST;              /* the client will time out */
+       rpl = 0; rpt = 0;
+       ghost() }
+  :: d_step { cl[c].rqs == SENT && cl[c].rqk == RENEW && nf < MAXF ->
+       renewScript(c, rpl);
+       nf++; clearSlot(c);                  /* no renewal confirmed */
+       ghost() }
+  :: d_step { cl[c].rqs == SENT && cl[c].rqk == WITHDRAW && nf < MAXF && !HAS(cl[c].cm, cl[c].rqa) ->
+       withdrawScript(c, cl[c].rqa, cl[c].rqf, res);
+       nf++;                                /* no reply: the left ticket stays remembered */
+       res = 0;
+       clearSlot(c);
        ghost() }
 
   /* a request other than acquire is lost (acquire: see the client's timeout) */
-  :: atomic { cl[c].rqs == SENT && cl[c].rqk != ACQ && nf < MAXF ->
+  :: d_step { cl[c].rqs == SENT && cl[c].rqk != ACQ && nf < MAXF ->
        nf++;
        clearSlot(c);
        ghost() }
 
   /* a late copy of a given-up acquire request arrives */
-  :: atomic { cl[c].late ->
+  :: d_step { cl[c].late ->
        acquireScript(c, cl[c].lw, cl[c].lq, cl[c].lcr, res, tkn);
        printf("@ t=%d Redis: late acquire copy (%c, waiter %d) -> %d\n", clk, NAME(c), cl[c].lw, res);
        cl[c].late = false; cl[c].lw = 0; cl[c].lq = 0; cl[c].lcr = false; res = 0; tkn = 0;
        ghost() }
 
   /* ...or never does */
-  :: atomic { cl[c].late ->
+  :: d_step { cl[c].late ->
        cl[c].late = false; cl[c].lw = 0; cl[c].lq = 0; cl[c].lcr = false;
        ghost() }
   od
@@ -717,7 +738,7 @@ end:
 active proctype Clock() {
 end:
   do
-  :: atomic {
+  :: d_step {
        clk++;
        if                                   /* lazy expiry: gone when now >= expireAt */
        :: owner != NB ->
@@ -751,17 +772,17 @@ active proctype Monitor() {
 end:
   do
 #ifndef NO_MUTEX
-  :: atomic { !MUTEX -> mutual_exclusion = false; assert(mutual_exclusion) }
+  :: d_step { !MUTEX -> mutual_exclusion = false; assert(mutual_exclusion) }
 #endif
 #ifndef NO_BACKED
-  :: atomic { !(BACKED(0) && BACKED(1) && BACKED(2)) ->
+  :: d_step { !(BACKED(0) && BACKED(1) && BACKED(2)) ->
        hold_backed_by_redis = false; assert(hold_backed_by_redis) }
 #endif
 #ifndef NO_STUCK
-  :: atomic { orphanAge != NEVER && orphanAge > L -> no_stuck_lock = false; assert(no_stuck_lock) }
+  :: d_step { orphanAge != NEVER && orphanAge > L -> no_stuck_lock = false; assert(no_stuck_lock) }
 #endif
 #ifndef NO_WAKEUP
-  :: atomic { !(WAKE(0) && WAKE(1) && WAKE(2)) -> no_lost_wakeup = false; assert(no_lost_wakeup) }
+  :: d_step { !(WAKE(0) && WAKE(1) && WAKE(2)) -> no_lost_wakeup = false; assert(no_lost_wakeup) }
 #endif
   od
 }
