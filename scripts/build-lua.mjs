@@ -25,17 +25,33 @@ function listLua(dir) {
 
 /**
  * Replaces every `-- @include <name>` line with lua-scripts/include/<name>.lua, read through
- * `read(name)`. Included files define local functions and never touch KEYS or ARGV: a script's
- * keys and arguments stay visible in its own body, where its header is checked against them.
+ * `read(name)`. Includes may include others, to any depth; each is pulled in once per script (at
+ * its first mention, so a routine is defined before the code that follows it), and a cycle is
+ * refused. Included files define local functions and never touch KEYS or ARGV: a script's keys
+ * and arguments stay visible in its own body, where its header is checked against them.
  */
-export function expandIncludes(source, read) {
-  return source.replace(INCLUDE_LINE, (_line, name) => {
-    const included = read(name);
-    if (/\b(KEYS|ARGV)\b/.test(included)) {
-      throw new Error(`lua-scripts/include/${name}.lua must not use KEYS or ARGV; pass them as parameters`);
-    }
-    return included.trimEnd();
-  });
+export function expandIncludes(source, read, from = 'the script') {
+  const seen = new Set();
+  const expand = (text, stack) =>
+    text.replace(INCLUDE_LINE, (_line, name) => {
+      if (stack.includes(name)) {
+        throw new Error(`lua-scripts/include/${name}.lua includes itself: ${[...stack, name].join(' -> ')}`);
+      }
+      if (seen.has(name)) return '';
+      seen.add(name);
+      let included;
+      try {
+        included = read(name);
+      } catch (error) {
+        const requester = stack.length === 0 ? from : `lua-scripts/include/${stack.at(-1)}.lua`;
+        throw new Error(`${requester} includes "${name}", which cannot be read: ${error.message}`);
+      }
+      if (/\b(KEYS|ARGV)\b/.test(included)) {
+        throw new Error(`lua-scripts/include/${name}.lua must not use KEYS or ARGV; pass them as parameters`);
+      }
+      return expand(included, [...stack, name]).trimEnd();
+    });
+  return expand(source, []);
 }
 
 /** Returns the script's description, or throws with every disagreement found. */
@@ -117,8 +133,10 @@ function main() {
       .split(sep)
       .join('/')
       .replace(/\.lua$/, '');
-    const source = expandIncludes(readFileSync(path, 'utf8'), (include) =>
-      readFileSync(join(includeDir, `${include}.lua`), 'utf8'),
+    const source = expandIncludes(
+      readFileSync(path, 'utf8'),
+      (include) => readFileSync(join(includeDir, `${include}.lua`), 'utf8'),
+      `lua-scripts/${name}.lua`,
     );
     return checkScript(name, source);
   });

@@ -2,25 +2,34 @@
 -- The wait queue is a list in arrival order; each entry is
 -- `<ticket> <lease ms> <grant channel> <owner field>`. A waiter is live when its client still
 -- listens on its grant channel: PUBLISH reaches a subscriber. Dead entries are dropped on the
--- way. With no live waiter, the unlock message `0` goes out on the lock's channel.
+-- way, at most 64 per call so one release stays short; past that the lock is announced free and
+-- the entries left behind are dropped by later releases (their clients re-check on their own).
+-- With no live waiter, the unlock message `0` goes out on the lock's channel.
 -- `owner` is the field of the holder giving the lock up, whose count is down to 1; nil when the
 -- lock key is gone already. The new owner's field goes in before the old one goes out, so the
--- key is kept rather than deleted and made again. Returns 1 when the lock was handed over, 0
--- when announced.
-local function handOver(lockKey, queueKey, channel, owner)
+-- key is kept rather than deleted and made again. `mint` is nil, or a function that returns a
+-- fencing token for the new holder: the grant message is then `<ticket> <token>`. Returns 1
+-- when the lock was handed over, 0 when announced.
+local function handOver(lockKey, queueKey, channel, owner, mint)
   for _ = 1, 64 do
     local entry = redis.call('lpop', queueKey)
     if not entry then
       break
     end
     local ticket, lease, grantChannel, waiter = string.match(entry, '^(%S+) (%d+) (%S+) (.+)$')
-    if ticket ~= nil and redis.call('publish', grantChannel, ticket) > 0 then
-      redis.call('hset', lockKey, waiter, '1')
-      if owner ~= nil and owner ~= waiter then
-        redis.call('hdel', lockKey, owner)
+    if ticket ~= nil then
+      local message = ticket
+      if mint ~= nil then
+        message = ticket .. ' ' .. mint()
       end
-      redis.call('pexpire', lockKey, lease)
-      return 1
+      if redis.call('publish', grantChannel, message) > 0 then
+        redis.call('hset', lockKey, waiter, '1')
+        if owner ~= nil and owner ~= waiter then
+          redis.call('hdel', lockKey, owner)
+        end
+        redis.call('pexpire', lockKey, lease)
+        return 1
+      end
     end
   end
   if owner ~= nil then

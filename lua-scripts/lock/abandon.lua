@@ -9,13 +9,6 @@ local queueKey = KEYS[2]
 local channel = ARGV[1]
 local owner = ARGV[2]
 
--- @include hand-over
+-- @include reentrant-drop
 
-if redis.call('hdel', lockKey, owner) == 1 then
-  -- An emptied hash is deleted by Redis itself: the lock is free for the next waiter.
-  if redis.call('exists', lockKey) == 0 then
-    handOver(lockKey, queueKey, channel, nil)
-  end
-  return 1
-end
-return 0
+return abandonHold(lockKey, queueKey, channel, owner, nil)

@@ -34,54 +34,10 @@ local queuedAs = ARGV[5]
 local queueTtl = ARGV[6]
 local retry = ARGV[7] == '1'
 
--- The owner holds the lock now: it waits no longer. An earlier copy of this call may have
--- queued `waiter` before the lock came free.
-local function dequeue()
-  if queuedAs ~= '' then
-    redis.call('lrem', queueKey, '1', queuedAs)
-  end
-  if retry and waiter ~= '' then
-    redis.call('lrem', queueKey, '1', waiter)
-  end
-end
+-- @include reentrant-acquire
 
-local pttl = redis.call('pttl', lockKey)
--- A free lock has no fields to read.
-local held = 0
-if pttl ~= -2 then
-  held = tonumber(redis.call('hget', lockKey, owner)) or 0
-end
-
-if held == expected + 1 then
-  -- Handed over to this owner while it waited, or the reply to this request was lost and the
-  -- caller is asking again: either way it holds the lock now.
-  redis.call('pexpire', lockKey, lease)
-  dequeue()
+local reply = acquireHold(lockKey, requestKey, queueKey, lease, owner, expected, waiter, queuedAs, queueTtl, retry)
+if reply == true then
   return nil
 end
-if held ~= expected then
-  return -4
-end
-if held == 0 and pttl ~= -2 then
-  if waiter == '' then
-    return { pttl, 0 }
-  end
-  local pushed = 1
-  if queuedAs ~= '' and redis.call('lpos', queueKey, queuedAs) then
-    pushed = 0
-  elseif not (retry and redis.call('lpos', queueKey, waiter)) then
-    redis.call('rpush', queueKey, waiter)
-  end
-  -- Waiters that queue keep the queue alive; it goes away on its own when they are gone.
-  redis.call('pexpire', queueKey, queueTtl)
-  return { pttl, pushed }
-end
-
--- Taking a free lock or re-entering: only here can a late copy of a cancelled request do harm.
-if redis.call('exists', requestKey) == 1 then
-  return -3
-end
-redis.call('hincrby', lockKey, owner, '1')
-redis.call('pexpire', lockKey, lease)
-dequeue()
-return nil
+return reply

@@ -15,26 +15,10 @@ local queueKey = KEYS[3]
 local channel = ARGV[1]
 local owner = ARGV[2]
 local expected = tonumber(ARGV[3])
-local requestTtl = tonumber(ARGV[4])
+local requestTtl = ARGV[4]
 local waiter = ARGV[5]
 local queuedAs = ARGV[6]
 
--- @include hand-over
+-- @include reentrant-release
 
-redis.call('set', requestKey, 1, 'px', requestTtl)
-for _, entry in ipairs({ waiter, queuedAs }) do
-  if entry ~= '' then
-    redis.call('lrem', queueKey, '1', entry)
-  end
-end
-
-local held = tonumber(redis.call('hget', lockKey, owner)) or 0
-if held ~= expected + 1 then
-  return 0
-end
-if held > 1 then
-  redis.call('hincrby', lockKey, owner, '-1')
-else
-  handOver(lockKey, queueKey, channel, owner)
-end
-return 1
+return cancelAcquire(lockKey, requestKey, queueKey, channel, owner, expected, requestTtl, waiter, queuedAs, nil)

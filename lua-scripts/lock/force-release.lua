@@ -7,10 +7,6 @@ local lockKey = KEYS[1]
 local queueKey = KEYS[2]
 local channel = ARGV[1]
 
--- @include hand-over
+-- @include reentrant-drop
 
-if redis.call('del', lockKey) == 1 then
-  handOver(lockKey, queueKey, channel, nil)
-  return 1
-end
-return 0
+return forceRelease(lockKey, queueKey, channel, nil)

@@ -20,23 +20,6 @@ local lease = ARGV[2]
 local owner = ARGV[3]
 local expected = tonumber(ARGV[4])
 
--- @include hand-over
+-- @include reentrant-release
 
-local held = tonumber(redis.call('hget', lockKey, owner)) or 0
-if held == 0 then
-  return nil
-end
-if held == expected then
-  if held > 1 then
-    redis.call('hincrby', lockKey, owner, '-1')
-    redis.call('pexpire', lockKey, lease)
-    return 0
-  end
-  handOver(lockKey, queueKey, channel, owner)
-  return 1
-end
--- A replay of a partial release whose reply was lost: report what it did, never apply it twice.
-if held == expected - 1 then
-  return 0
-end
-return -4
+return releaseHold(lockKey, queueKey, channel, lease, owner, expected, nil)

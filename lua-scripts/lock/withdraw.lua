@@ -14,16 +14,6 @@ local owner = ARGV[2]
 local waiter = ARGV[3]
 local handed = ARGV[4] == '1'
 
--- @include hand-over
+-- @include reentrant-drop
 
-if redis.call('lrem', queueKey, '1', waiter) == 1 or not handed then
-  return 0
-end
-if redis.call('hget', lockKey, owner) ~= '1' then
-  return 0
-end
-redis.call('hdel', lockKey, owner)
-if redis.call('exists', lockKey) == 0 then
-  handOver(lockKey, queueKey, channel, nil)
-end
-return 1
+return withdrawWaiter(lockKey, queueKey, channel, owner, waiter, handed, nil)

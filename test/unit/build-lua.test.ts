@@ -9,7 +9,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 // The build step is plain JavaScript run by node; the test loads the same module.
 const { checkScript, expandIncludes } = (await import(join(root, 'scripts', 'build-lua.mjs'))) as {
   checkScript: (name: string, source: string) => { numberOfKeys: number | null; sha1: string };
-  expandIncludes: (source: string, read: (name: string) => string) => string;
+  expandIncludes: (source: string, read: (name: string) => string, from?: string) => string;
 };
 const readInclude = (name: string): string =>
   readFileSync(join(root, 'lua-scripts', 'include', `${name}.lua`), 'utf8');
@@ -60,17 +60,49 @@ describe('build-lua contract check', () => {
     expect(() => expandIncludes(source, () => 'local k = KEYS[1]\n')).toThrow(/must not use KEYS or ARGV/);
   });
 
-  it('embeds every script in lua-scripts/ with its SHA-1, and fails the build on a bad one', () => {
-    const files = readdirSync(join(root, 'lua-scripts', 'lock')).filter((f) => f.endsWith('.lua'));
-    expect(Object.keys(luaScripts).sort()).toEqual(
-      files.map((f) => `lock/${f.replace(/\.lua$/, '')}`).sort(),
+  it('pulls nested includes in once each, in order, and refuses a cycle or a missing include', () => {
+    const files: Record<string, string> = {
+      base: 'local function base()\n  return 1\nend\n',
+      middle: '-- @include base\nlocal function middle()\n  return base() + 1\nend\n',
+      other: '-- @include base\nlocal function other()\n  return base() + 2\nend\n',
+      loop: '-- @include loop-back\n',
+      'loop-back': '-- @include loop\n',
+    };
+    const read = (name: string): string => {
+      const text = files[name];
+      if (text === undefined) throw new Error('no such file');
+      return text;
+    };
+    const expanded = expandIncludes(`${HEADER}\n-- @include middle\n-- @include other\nreturn 1\n`, read);
+    expect(expanded.match(/local function base\(\)/g)).toHaveLength(1);
+    expect(expanded.indexOf('function base')).toBeLessThan(expanded.indexOf('function middle'));
+    expect(expanded.indexOf('function middle')).toBeLessThan(expanded.indexOf('function other'));
+    expect(expanded).not.toContain('@include');
+    expect(() => expandIncludes('-- @include loop\n', read)).toThrow(
+      /includes itself: loop -> loop-back -> loop/,
     );
+    expect(() => expandIncludes('-- @include missing\n', read, 'lua-scripts/x/y.lua')).toThrow(
+      /lua-scripts\/x\/y\.lua includes "missing"/,
+    );
+  });
+
+  it('embeds every script in lua-scripts/ with its SHA-1, and fails the build on a bad one', () => {
+    const kinds = readdirSync(join(root, 'lua-scripts'), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() && entry.name !== 'include')
+      .map((entry) => entry.name);
+    expect(kinds).toEqual(expect.arrayContaining(['lock', 'fenced-lock', 'simple-lock']));
+    const files = kinds.flatMap((kind) =>
+      readdirSync(join(root, 'lua-scripts', kind))
+        .filter((f) => f.endsWith('.lua'))
+        .map((f) => `${kind}/${f.replace(/\.lua$/, '')}`),
+    );
+    expect(Object.keys(luaScripts).sort()).toEqual(files.sort());
     for (const file of files) {
       const source = expandIncludes(
-        readFileSync(join(root, 'lua-scripts', 'lock', file), 'utf8'),
+        readFileSync(join(root, 'lua-scripts', `${file}.lua`), 'utf8'),
         readInclude,
       );
-      const name = `lock/${file.replace(/\.lua$/, '')}` as keyof typeof luaScripts;
+      const name = file as keyof typeof luaScripts;
       expect(luaScripts[name].source).toBe(source);
       expect(checkScript(name, source).sha1).toBe(luaScripts[name].sha1);
     }

@@ -1,0 +1,38 @@
+-- Takes or re-enters a fenced lock (Redisson RFencedLock layout) and returns a new fencing token.
+-- KEYS[1] lock key: hash of owner field -> hold count; its PTTL is the lease
+-- KEYS[2] request key: exists only when cancel-acquire.lua gave this request up
+-- KEYS[3] wait queue: list of waiters in arrival order (see include/hand-over.lua)
+-- KEYS[4] token key: `redisson_lock_token:{<lock key>}`, a counter with no TTL
+-- ARGV[1] lease: lease to set on the lock key, in milliseconds (integer > 0)
+-- ARGV[2] owner: hash field of the owner, `<clientId>:<ownerId>`
+-- ARGV[3] expected: hold count the caller believes the owner has before this call (integer >= 0)
+-- ARGV[4] waiter: queue entry to push when the lock is held and the waiter is not queued; empty:
+--   not waiting (as in lock/acquire.lua)
+-- ARGV[5] queued as: the entry an earlier call left in the queue; empty: none
+-- ARGV[6] queue TTL: how long the queue lives after a waiter joins, in milliseconds (integer > 0)
+-- ARGV[7] retry: `1` when this call may repeat one that was applied (so ARGV[4] may be queued)
+-- Returns the new fencing token (integer >= 1, from INCR of KEYS[4]) when the owner now holds the
+--   lock at count expected + 1: every acquisition, re-entry, confirmed hand-over or replay gets a
+--   token larger than any issued before, so a token never goes back;
+--   otherwise what lock/acquire.lua returns: {pttl, pushed} when another owner holds the lock,
+--   -3 when the request was cancelled, -4 when the owner's hold was lost.
+local lockKey = KEYS[1]
+local requestKey = KEYS[2]
+local queueKey = KEYS[3]
+local tokenKey = KEYS[4]
+-- Numbers handed on to Redis stay the caller's text: Redis would format Lua numbers with sprintf.
+local lease = ARGV[1]
+local owner = ARGV[2]
+local expected = tonumber(ARGV[3])
+local waiter = ARGV[4]
+local queuedAs = ARGV[5]
+local queueTtl = ARGV[6]
+local retry = ARGV[7] == '1'
+
+-- @include reentrant-acquire
+
+local reply = acquireHold(lockKey, requestKey, queueKey, lease, owner, expected, waiter, queuedAs, queueTtl, retry)
+if reply == true then
+  return redis.call('incr', tokenKey)
+end
+return reply
