@@ -1,6 +1,10 @@
 export { LockClient } from './client.js';
-export { Lock } from './locks/lock.js';
-export { Lease } from './lease.js';
+export { Lock } from './primitives/lock/lock.js';
+export { FencedLock } from './primitives/lock/fenced-lock.js';
+export { FencedLease } from './primitives/lock/fenced-lease.js';
+export { SimpleLock } from './primitives/simple-lock/simple-lock.js';
+export { LockHandle } from './engine/handle.js';
+export { Lease } from './engine/lease.js';
 export {
   ClientClosedError,
   InvalidArgumentError,
@@ -14,6 +18,7 @@ export type { LockErrorCode, LockLostReason } from './errors.js';
 export type {
   AcquiredEvent,
   AcquireOptions,
+  FencedLockOptions,
   LockClientEvents,
   LockClientOptions,
   LockedCallback,
@@ -22,5 +27,5 @@ export type {
   ReleasedEvent,
   RenewFailedEvent,
 } from './options.js';
-export type { LockRedisClient, LockSubscriberClient } from './redis.js';
+export type { LockRedisClient, LockSubscriberClient } from './redis/connection.js';
 export { MAX_NAME_LENGTH, MAX_PREFIX_LENGTH, MAX_TIME_MS } from './validate.js';

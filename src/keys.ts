@@ -7,9 +7,6 @@
  * @internal
  */
 
-/** The message published on a lock's channel when it is fully released (Redisson's UNLOCK_MESSAGE). */
-export const UNLOCK_MESSAGE = '0';
-
 function withSlotOf(prefix: string, key: string): string {
   return key.includes('{') ? `${prefix}:${key}` : `${prefix}:{${key}}`;
 }
@@ -22,6 +19,23 @@ export function lockKey(keyPrefix: string, name: string): string {
 /** The channel that announces a full release: `redisson_lock__channel:{<key>}`. */
 export function unlockChannel(key: string): string {
   return withSlotOf('redisson_lock__channel', key);
+}
+
+/**
+ * A fenced lock's token counter, `redisson_lock_token:{<key>}` as Redisson's RFencedLock names
+ * it: incremented on every acquisition, never expired, so tokens never go back.
+ */
+export function fencingTokenKey(key: string): string {
+  return withSlotOf('redisson_lock_token', key);
+}
+
+/**
+ * The channel on which latchkey announces that it freed a simple token lock:
+ * `latchkey_unlock:{<key>}`. Foreign clients of that layout (redis-py, node-redlock) announce
+ * nothing, so latchkey's waiters also re-check on their own.
+ */
+export function simpleUnlockChannel(key: string): string {
+  return withSlotOf('latchkey_unlock', key);
 }
 
 /**

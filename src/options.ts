@@ -1,5 +1,5 @@
 import type { LockLostError } from './errors.js';
-import type { Lease } from './lease.js';
+import type { Lease } from './engine/lease.js';
 
 /**
  * Options of a {@link LockClient}.
@@ -49,6 +49,9 @@ export interface LockOptions {
    */
   readonly reentrant?: boolean;
 }
+
+/** Options of {@link LockClient.fencedLock}: the same as a lock's. */
+export type FencedLockOptions = LockOptions;
 
 /**
  * Options of {@link Lock.acquire}, {@link Lock.tryAcquire} and {@link Lock.withLock}.

@@ -1,10 +1,14 @@
-import type { LockLostError } from './errors.js';
+import type { LockLostError } from '../errors.js';
+import { chainId } from './chains.js';
+import type { Target } from './types.js';
 
 /**
  * One owner's hold on one lock, shared by every {@link Lease} that owner got for it.
  * @internal
  */
 export class Hold {
+  /** The lock held, and the kind's protocol for it. */
+  readonly target: Target;
   readonly name: string;
   readonly key: string;
   readonly channel: string;
@@ -16,7 +20,7 @@ export class Hold {
   readonly chain: string;
   /** Renewed by the watchdog (no explicit `leaseMs`). */
   readonly watchdog: boolean;
-  /** Holds confirmed in Redis. */
+  /** The owner's hold count as last confirmed by Redis. */
   count = 0;
   /** Releases under way; a release that will bring the count to 0 stops renewal at once. */
   releasing = 0;
@@ -36,17 +40,16 @@ export class Hold {
 
   /** `chain` is {@link chainId} of key and field, passed in so one string serves every lookup. */
   constructor(
-    name: string,
-    key: string,
-    channel: string,
+    target: Target,
     field: string,
     ttlMs: number,
     watchdog: boolean,
-    chain = chainId(key, field),
+    chain = chainId(target.key, field),
   ) {
-    this.name = name;
-    this.key = key;
-    this.channel = channel;
+    this.target = target;
+    this.name = target.name;
+    this.key = target.key;
+    this.channel = target.channel;
     this.field = field;
     this.ttlMs = ttlMs;
     this.watchdog = watchdog;
@@ -84,46 +87,4 @@ export class Hold {
   extend(startedAt: number): void {
     this.validUntil = Math.max(this.validUntil, startedAt + this.ttlMs);
   }
-}
-
-/**
- * Runs operations on one (lock, owner) pair one at a time. Every lock script carries the hold
- * count it expects, which is what makes a retried call safe; that needs no two calls for the
- * same owner field in flight at once.
- * @internal
- */
-export class OperationChains {
-  readonly #tails = new Map<string, Promise<void>>();
-
-  /**
-   * Runs `operation` after every earlier one on the same chain. An operation can hand back its
-   * result early and keep the chain busy with clean-up work through `keepBusy`.
-   */
-  run<T>(chain: string, operation: (keepBusy: (work: Promise<unknown>) => void) => Promise<T>): Promise<T> {
-    const previous = this.#tails.get(chain);
-    let extra: Promise<unknown>[] | undefined;
-    const keepBusy = (work: Promise<unknown>): void => {
-      (extra ??= []).push(work);
-    };
-    const result = previous === undefined ? operation(keepBusy) : previous.then(() => operation(keepBusy));
-    const forget = (): void => {
-      if (this.#tails.get(chain) === tail) this.#tails.delete(chain);
-    };
-    const settled = (): Promise<void> | void => {
-      if (extra === undefined) return forget();
-      return Promise.allSettled(extra).then(forget);
-    };
-    const tail: Promise<void> = result.then(settled, settled);
-    this.#tails.set(chain, tail);
-    return result;
-  }
-
-  get size(): number {
-    return this.#tails.size;
-  }
-}
-
-/** @internal */
-export function chainId(key: string, field: string): string {
-  return `${key}\n${field}`;
 }

@@ -1,4 +1,4 @@
-import { LockError, LockNotOwnedError } from './errors.js';
+import { LockError, LockNotOwnedError } from '../errors.js';
 import type { Hold } from './hold.js';
 
 /** @internal What a lease needs from its client. */

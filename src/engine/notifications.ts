@@ -1,4 +1,4 @@
-import type { LockSubscriberClient } from './redis.js';
+import type { LockSubscriberClient } from '../redis/connection.js';
 
 /**
  * Why a wait ended: `attempt` — something may have freed the lock (an unlock message, a hand-over,
@@ -135,7 +135,7 @@ export class Waiter {
 /** @internal */
 interface ChannelState {
   readonly name: string;
-  readonly owner: UnlockSubscriptions;
+  readonly owner: Notifications;
   readonly waiters: Waiter[];
   readonly closing: Set<(error: Error) => void>;
   ready: Promise<void>;
@@ -160,7 +160,7 @@ export interface SubscriptionsHost {
  * subscribed with the first wait and kept until close.
  * @internal
  */
-export class UnlockSubscriptions {
+export class Notifications {
   readonly #host: SubscriptionsHost;
   readonly #lingerMs: number;
   readonly #channels = new Map<string, ChannelState>();
@@ -202,11 +202,12 @@ export class UnlockSubscriptions {
   }
 
   /**
-   * Joins the queue of a channel, subscribing first if this client is not subscribed yet.
-   * `fresh` tells that the subscription is new: the caller must try again once it is ready,
-   * since an unlock before it was confirmed was not heard.
+   * Joins the queue of a channel, subscribing first if this client is not subscribed yet, and
+   * to the grant channel too when `grants` is set (kinds with a wait queue). `fresh` tells that
+   * the subscription is new: the caller must try again once it is ready, since an unlock before
+   * it was confirmed was not heard.
    */
-  join(channel: string): { waiter: Waiter; fresh: boolean } {
+  join(channel: string, grants: boolean): { waiter: Waiter; fresh: boolean } {
     if (this.#closed) throw this.#host.closedError();
     let state = this.#channels.get(channel);
     const fresh = state === undefined;
@@ -220,12 +221,15 @@ export class UnlockSubscriptions {
         generation: 0,
         linger: undefined,
       };
-      state.ready = Promise.all([this.#subscribe(channel), this.#listenForGrants()]).then(() => undefined);
-      // A waiter that stops waiting before the subscription settles must not leave an
-      // unhandled rejection behind.
-      state.ready.catch(() => undefined);
+      state.ready = this.#subscribe(channel);
       this.#channels.set(channel, state);
     }
+    if (grants && !this.#grantsReady) {
+      state.ready = Promise.all([state.ready, this.#listenForGrants()]).then(() => undefined);
+    }
+    // A waiter that stops waiting before the subscription settles must not leave an unhandled
+    // rejection behind.
+    state.ready.catch(() => undefined);
     if (state.linger !== undefined) {
       clearTimeout(state.linger);
       state.linger = undefined;

@@ -1,6 +1,6 @@
-import { queueMember } from './keys.js';
-import type { LockTarget } from './locks/lock.js';
-import type { Waiter } from './pubsub.js';
+import { queueMember } from '../keys.js';
+import type { Target } from './types.js';
+import type { Waiter } from './notifications.js';
 
 /**
  * One waiting acquire's place in the lock's wait queue in Redis. A release hands the lock to the
@@ -16,7 +16,7 @@ import type { Waiter } from './pubsub.js';
  * @internal
  */
 export class Ticket {
-  readonly target: LockTarget;
+  readonly target: Target;
   readonly field: string;
   readonly ttlMs: number;
   readonly #grantChannel: string;
@@ -26,6 +26,8 @@ export class Ticket {
   pending: string | undefined;
   /** Token a hand-over named, heard and not used yet. */
   granted: string | undefined;
+  /** What the kind added to that hand-over (a fencing token), if anything. */
+  proof: string | undefined;
   /**
    * When the latest attempt that found the entry `token` queued was sent: a hand-over that
    * popped that entry came later, so the lease it set runs at least until this time plus the
@@ -39,7 +41,7 @@ export class Ticket {
   cancelled = false;
   waiter: Waiter | undefined;
 
-  constructor(target: LockTarget, field: string, ttlMs: number, grantChannel: string) {
+  constructor(target: Target, field: string, ttlMs: number, grantChannel: string) {
     this.target = target;
     this.field = field;
     this.ttlMs = ttlMs;

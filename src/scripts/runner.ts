@@ -1,4 +1,4 @@
-import type { LockRedisClient } from '../redis.js';
+import type { LockRedisClient } from '../redis/connection.js';
 import type { LuaScript } from './script.js';
 
 /**

@@ -5,14 +5,15 @@
  * (test/chaos/handover-stall.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import type { LockTarget } from '../../src/locks/lock.js';
-import { Ticket, TicketBook } from '../../src/ticket.js';
+import { Ticket, TicketBook } from '../../src/engine/ticket.js';
+import type { Target } from '../../src/engine/types.js';
+import { reentrantProtocol } from '../../src/primitives/lock/protocol.js';
 
-const TARGET: LockTarget = {
+const TARGET: Target = {
   name: 'invoice:42',
   key: 'invoice:42',
   channel: 'redisson_lock__channel:{invoice:42}',
-  reentrant: true,
+  protocol: reentrantProtocol(false),
 };
 const LEASE_MS = 1_000;
 

@@ -1,0 +1,438 @@
+import { LockError, LockLostError } from '../errors.js';
+import { requestKey } from '../keys.js';
+import { isTransient } from '../scripts/runner.js';
+import { redisError, type Calls } from './calls.js';
+import { chainId, type OperationChains } from './chains.js';
+import type { Events } from './events.js';
+import { Hold } from './hold.js';
+import type { Holds } from './holds.js';
+import type { Lease, LeaseHost } from './lease.js';
+import type { Notifications, Waiter } from './notifications.js';
+import { Ticket, TicketBook } from './ticket.js';
+import type { AcquireOutcome, AcquireRequest, Target } from './types.js';
+
+/** How long a cancelled acquire stays refused: past any late copy of it (rare, so generous). */
+const CANCEL_RECORD_TTL_MS = 60_000;
+/**
+ * How long a lock's wait queue outlives the lease of the last waiter that joined or checked it.
+ * Waiters check their place again whenever they try; an expired queue still leaves them the
+ * unlock message.
+ */
+const QUEUE_TTL_MS = 60_000;
+/** How long a ticket whose waiter gave up is remembered, so a late hand-over to it is returned. */
+const LEFT_TICKET_TTL_MS = 5 * 60_000;
+/**
+ * How long an aborted acquire waits for its clean-up (withdrawing its waiter, giving back what
+ * an attempt in flight took) before it rejects; the clean-up goes on after that.
+ */
+const ABORT_CLEANUP_GRACE_MS = 50;
+
+/** An attempt's outcome: a hold (and the kind's proof), or the PTTL of another owner's lock. */
+type Attempt =
+  | { readonly hold: Hold; readonly proof: string | undefined }
+  | { readonly hold?: undefined; readonly pttl: number };
+
+/**
+ * `work`, unless `signal` aborts first: then rejects with `signal.reason` at once (even if it had
+ * aborted already), and `work` goes on unobserved.
+ */
+function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    if (signal.aborted) {
+      onAbort();
+      return;
+    }
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** Waits for `work` for at most `ms` milliseconds; never rejects. */
+async function within(work: Promise<unknown>, ms: number): Promise<void> {
+  if (ms <= 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    work.catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+      timer.unref();
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
+/** @internal */
+export interface AcquirerSettings {
+  readonly watchdogTimeoutMs: number;
+  /** This client's grant channel, named in its queue entries. */
+  readonly grantChannel: string;
+  readonly isClosed: () => boolean;
+  readonly assertOpen: () => void;
+}
+
+/** The parts of the engine an acquire works with. @internal */
+export interface AcquirerParts {
+  readonly calls: Calls;
+  readonly chains: OperationChains;
+  readonly holds: Holds;
+  readonly notifications: Notifications;
+  readonly events: Events;
+  readonly leaseHost: LeaseHost;
+}
+
+/**
+ * The wait loop every kind shares: try; when the lock is held, queue (kinds with a wait queue)
+ * and subscribe; wake on an unlock message, a hand-over, the holder's expiry or a poll; give up
+ * at the deadline or on abort, leaving no queue entry and no hold behind.
+ * @internal
+ */
+export class Acquirer {
+  readonly #settings: AcquirerSettings;
+  readonly #calls: Calls;
+  readonly #chains: OperationChains;
+  readonly #holds: Holds;
+  readonly #notifications: Notifications;
+  readonly #events: Events;
+  readonly #leaseHost: LeaseHost;
+  readonly #tickets = new TicketBook(LEFT_TICKET_TTL_MS);
+  /** Acquire calls under way, by chain id (lock key + owner field). */
+  readonly #acquiring = new Map<string, number>();
+
+  constructor(settings: AcquirerSettings, parts: AcquirerParts) {
+    this.#settings = settings;
+    this.#calls = parts.calls;
+    this.#chains = parts.chains;
+    this.#holds = parts.holds;
+    this.#notifications = parts.notifications;
+    this.#events = parts.events;
+    this.#leaseHost = parts.leaseHost;
+  }
+
+  /**
+   * Takes `target` for the owner `field`, waiting up to `waitMs`; resolves null when the wait
+   * runs out. Rejects with `signal.reason` on abort, at once, whatever is in flight.
+   */
+  async acquire(
+    target: Target,
+    field: string,
+    waitMs: number,
+    leaseMs: number | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Lease | null> {
+    const startedAt = performance.now();
+    const deadline = startedAt + waitMs;
+    const ttlMs = leaseMs ?? this.#settings.watchdogTimeoutMs;
+    const watchdog = leaseMs === undefined;
+    const { poll } = target.protocol;
+    const queue = target.protocol.queue !== undefined;
+    const notifications = this.#notifications;
+    // Only an acquire that may wait joins the queue, and only once this client listens for
+    // hand-overs: a hand-over nobody hears is skipped, so it would be wasted.
+    let ticket =
+      queue && waitMs > 0 && notifications.grantsReady
+        ? new Ticket(target, field, ttlMs, this.#settings.grantChannel)
+        : undefined;
+    const chain = chainId(target.key, field);
+    this.#acquiring.set(chain, (this.#acquiring.get(chain) ?? 0) + 1);
+    /** An attempt the caller stopped waiting for: what it took must be given back. */
+    let abandoned: Promise<unknown> | undefined;
+    const attempt = async (): Promise<Attempt> => {
+      const sent = this.#attempt(
+        target,
+        field,
+        chain,
+        ttlMs,
+        watchdog,
+        deadline,
+        ticket !== undefined && notifications.grantsReady ? ticket : undefined,
+      );
+      if (signal === undefined) return sent;
+      try {
+        return await abortable(sent, signal);
+      } catch (error) {
+        if (signal.aborted && error === signal.reason) {
+          abandoned = sent.then(
+            (outcome) => (outcome.hold === undefined ? undefined : this.#holds.release(outcome.hold)),
+            () => undefined,
+          );
+          abandoned.catch(() => undefined);
+        }
+        throw error;
+      }
+    };
+
+    let waiter: Waiter | undefined;
+    let acquired = false;
+    try {
+      const generationBefore = notifications.generationOf(target.channel);
+      let outcome = await attempt();
+      if (outcome.hold !== undefined) {
+        acquired = true;
+        return await this.#toLease(outcome.hold, outcome.proof, startedAt, signal);
+      }
+      if (waitMs === 0) return null;
+      if (queue) ticket ??= new Ticket(target, field, ttlMs, this.#settings.grantChannel);
+
+      this.#settings.assertOpen();
+      signal?.throwIfAborted();
+      const joined = notifications.join(target.channel, queue);
+      waiter = joined.waiter;
+      if (ticket !== undefined) ticket.waiter = waiter;
+      if (joined.fresh || (queue && !notifications.grantsReady)) {
+        // Until SUBSCRIBE is confirmed an unlock would go unheard, so try again once it is.
+        await waiter.untilReady(deadline - performance.now(), signal);
+        this.#settings.assertOpen();
+        signal?.throwIfAborted();
+      }
+      // When the lock is expected to expire, as far as this waiter knows: an expired lock
+      // publishes nothing, so the head of the local queue wakes up then. Kinds whose holders may
+      // announce nothing also re-check at growing intervals.
+      let expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
+      let pollMs = poll?.minMs ?? Number.POSITIVE_INFINITY;
+      let tryNow =
+        joined.fresh ||
+        generationBefore !== waiter.generation ||
+        (ticket !== undefined && ticket.token === undefined);
+      for (;;) {
+        if (ticket?.granted === undefined && performance.now() >= deadline) return null;
+        if (!tryNow && ticket?.granted === undefined) {
+          const remaining = deadline - performance.now();
+          if (remaining <= 0) return null;
+          const untilExpiry = expiresAt - performance.now();
+          const bound = waiter.isHead ? Math.min(untilExpiry, remaining, pollMs) : remaining;
+          const reason = await waiter.wait(bound, signal);
+          this.#settings.assertOpen();
+          signal?.throwIfAborted();
+          // A new head only starts watching the expiry, unless that is already due.
+          if (reason === 'promoted' && expiresAt > performance.now()) continue;
+          if (reason === 'timeout' && performance.now() >= deadline) return null;
+        }
+        const generation = waiter.generation;
+        outcome = await attempt();
+        if (outcome.hold !== undefined) {
+          acquired = true;
+          return await this.#toLease(outcome.hold, outcome.proof, startedAt, signal);
+        }
+        expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
+        if (poll !== undefined) pollMs = Math.min(poll.maxMs, pollMs * 2);
+        // A message that arrived while the attempt was in flight may be the release it missed.
+        tryNow = waiter.generation !== generation;
+      }
+    } catch (error) {
+      if (signal?.aborted === true && error === signal.reason) throw error;
+      throw redisError(error, `waiting for lock "${target.name}"`);
+    } finally {
+      const others = (this.#acquiring.get(chain) ?? 1) - 1;
+      if (others > 0) this.#acquiring.set(chain, others);
+      else this.#acquiring.delete(chain);
+      waiter?.leave(acquired);
+      if (ticket !== undefined) ticket.waiter = undefined;
+      if (!acquired && !this.#settings.isClosed() && (ticket !== undefined || abandoned !== undefined)) {
+        // A caller that gave up is neither queued nor holding when its call returns, as long
+        // as Redis answers in time: by its deadline plus a command timeout, or within a short
+        // grace after an abort. Otherwise the clean-up goes on after the call returned.
+        const budget =
+          signal?.aborted === true
+            ? ABORT_CLEANUP_GRACE_MS
+            : Number.isFinite(deadline)
+              ? deadline + this.#calls.timeoutMs - performance.now()
+              : this.#calls.timeoutMs;
+        await within(Promise.all([ticket && this.#withdraw(ticket), abandoned]), budget);
+      }
+    }
+  }
+
+  /**
+   * A release handed a lock to one of this client's tickets: the grant message is the ticket's
+   * token, and the kind's proof after a space when it has one.
+   */
+  onGrant(message: string): void {
+    const space = message.indexOf(' ');
+    const token = space === -1 ? message : message.slice(0, space);
+    const ticket = this.#tickets.waiting(token);
+    if (ticket !== undefined) {
+      ticket.granted = token;
+      ticket.proof = space === -1 ? undefined : message.slice(space + 1);
+      ticket.waiter?.wake('attempt');
+      return;
+    }
+    const left = this.#tickets.left(token);
+    // Its waiter gave up: pass the lock on, unless the same owner has taken it since.
+    if (left !== undefined) void this.#withdraw(left);
+  }
+
+  /**
+   * Takes a ticket whose waiter gave up out of the queue; if a release handed it the lock
+   * meanwhile, passes the lock on. Runs after this owner's other requests on the lock, so after
+   * an attempt still in flight. Until it is done the ticket's tokens are remembered, so a
+   * hand-over to it that is heard meanwhile (or after it failed) is passed on as well.
+   */
+  async #withdraw(ticket: Ticket): Promise<void> {
+    const { target, field } = ticket;
+    const chain = chainId(target.key, field);
+    this.#tickets.leave(ticket, performance.now());
+    try {
+      await this.#chains.run(chain, async () => {
+        // Never queued, or the entry went with a hand-over this owner used.
+        if (ticket.token === undefined) return;
+        this.#settings.assertOpen();
+        // The owner's field is the hand-over's to give back only if nothing else of this owner
+        // may stand behind it: no hold, and no other acquire whose own hand-over it may be.
+        // Such an acquire is woken instead: its attempt finds the lock handed to it, or not.
+        const waiting = this.#acquiring.has(chain);
+        const handed = !this.#holds.has(chain) && !waiting;
+        if (waiting) this.#tickets.wakeOthers(ticket);
+        const withdraw = target.protocol.queue?.withdraw(target, field, ticket.entry(ticket.token), handed);
+        if (withdraw !== undefined) await this.#calls.idempotent(withdraw, (attempt) => attempt < 3);
+      });
+      if (!ticket.cancelled) this.#tickets.done(ticket);
+    } catch {
+      // Remembered: a late hand-over to it is passed on when heard.
+    }
+  }
+
+  async #toLease(
+    hold: Hold,
+    proof: string | undefined,
+    startedAt: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Lease> {
+    const lease = hold.target.protocol.lease(hold, this.#leaseHost, proof);
+    if (this.#settings.isClosed() || signal?.aborted === true) {
+      // Granted after the caller gave up: hand the lock straight back.
+      await lease.release().catch(() => undefined);
+      this.#settings.assertOpen();
+      signal?.throwIfAborted();
+    }
+    if (this.#events.listening('acquired')) {
+      this.#events.emit('acquired', {
+        name: hold.name,
+        key: hold.key,
+        holdCount: hold.count,
+        waitedMs: performance.now() - startedAt,
+      });
+    }
+    return lease;
+  }
+
+  /** One acquire request, serialized with every other request of the same owner on this lock. */
+  #attempt(
+    target: Target,
+    field: string,
+    chain: string,
+    ttlMs: number,
+    watchdog: boolean,
+    deadline: number,
+    ticket: Ticket | undefined,
+  ): Promise<Attempt> {
+    return this.#chains.run(chain, async (keepBusy) => {
+      this.#settings.assertOpen();
+      const holds = this.#holds;
+      const existing = holds.get(chain);
+      // Handed over by a release after the latest attempt found this waiter queued: the lease
+      // it set runs at least from that attempt's send. With half of it left, take it without
+      // asking; otherwise (or if this owner took the lock meanwhile) the attempt below
+      // confirms or re-enters.
+      if (ticket?.granted !== undefined) {
+        const proof = ticket.proof;
+        if (ticket.takeGrant(performance.now()) && existing === undefined) {
+          const hold = new Hold(target, field, ttlMs, watchdog, chain);
+          hold.count = 1;
+          hold.extend(ticket.sentAt);
+          holds.add(hold);
+          return { hold, proof };
+        }
+      }
+      const expected = existing?.count ?? 0;
+      // A re-entry keeps the mode and TTL of the first acquisition.
+      const hold = existing ?? new Hold(target, field, ttlMs, watchdog, chain);
+      if (ticket !== undefined) this.#tickets.issue(ticket, this.#calls.nextRequestId());
+      const request: AcquireRequest = {
+        target,
+        field,
+        expected,
+        requestKey: requestKey(target.key, this.#calls.nextRequestId()),
+        leaseMs: hold.ttlMs,
+        waiter: ticket?.entry(ticket.pending) ?? '',
+        queuedAs: ticket?.entry(ticket.token) ?? '',
+        queueTtlMs: hold.ttlMs + QUEUE_TTL_MS,
+      };
+      const protocol = target.protocol;
+      const sentAt = performance.now();
+      let reply: unknown;
+      try {
+        reply = await this.#calls.idempotent(
+          protocol.acquire(request, false),
+          // A call with a deadline ends by it plus one command timeout, whatever Redis does.
+          (attempt) => (Number.isFinite(deadline) ? performance.now() < deadline : attempt < 6),
+          deadline + this.#calls.timeoutMs,
+          // A repeated call may find the entry its first copy queued.
+          protocol.acquire(request, true),
+        );
+      } catch (error) {
+        if (isTransient(error)) {
+          // The request may still have been applied. Refuse any late replay of it and undo it
+          // if it went through, before this owner's next request on the lock.
+          keepBusy(this.#cancelAcquire(request));
+          if (ticket !== undefined) {
+            ticket.cancelled = true;
+            this.#tickets.leave(ticket, performance.now());
+          }
+        }
+        if (ticket !== undefined) this.#tickets.settle(ticket, sentAt, undefined);
+        throw redisError(error, `acquiring lock "${target.name}"`);
+      }
+
+      const outcome: AcquireOutcome | undefined = protocol.acquireOutcome(reply);
+      if (ticket !== undefined) {
+        this.#tickets.settle(ticket, sentAt, outcome?.status === 'busy' ? outcome.pushed : undefined);
+      }
+      switch (outcome?.status) {
+        case 'held':
+          if (hold.lost) {
+            // Lost while this re-entry was in flight; the clean-up queued after it drops the field.
+            throw hold.lostError ?? new LockLostError(`Lock "${target.name}" was lost`, 'not-owner');
+          }
+          hold.count = expected + 1;
+          hold.extend(sentAt);
+          if (existing === undefined) holds.add(hold);
+          else holds.touched(hold);
+          return { hold, proof: outcome.proof };
+        case 'busy':
+          return { pttl: outcome.pttl };
+        case 'lost': {
+          const message = `Lock "${target.name}" is no longer held by this owner: it was lost or changed behind its back`;
+          throw existing === undefined
+            ? new LockLostError(message, 'not-owner')
+            : holds.markLost(existing, 'not-owner', message);
+        }
+        case 'cancelled':
+          // Only a request this client gave up on is refused, and requests are never reused.
+          throw new LockError(
+            'REDIS_ERROR',
+            `Acquire request for lock "${target.name}" was refused as cancelled`,
+          );
+        default:
+          throw new LockError(
+            'REDIS_ERROR',
+            `Unexpected reply from the acquire script for lock "${target.name}"`,
+          );
+      }
+    });
+  }
+
+  async #cancelAcquire(request: AcquireRequest): Promise<void> {
+    const giveUpAt = performance.now() + request.leaseMs + CANCEL_RECORD_TTL_MS / 2;
+    try {
+      await this.#calls.idempotent(
+        request.target.protocol.cancelAcquire(request, CANCEL_RECORD_TTL_MS),
+        () => performance.now() < giveUpAt,
+      );
+    } catch (error) {
+      this.#events.error(
+        redisError(error, `cancelling an unconfirmed acquire of lock "${request.target.name}"`) as Error,
+      );
+    }
+  }
+}

@@ -1,0 +1,98 @@
+import { randomBytes } from 'node:crypto';
+import pRetry from 'p-retry';
+import { ClientClosedError, LockError } from '../errors.js';
+import { isTransient, type ScriptRunner } from '../scripts/runner.js';
+import { toError } from './events.js';
+import type { ScriptCall } from './types.js';
+
+/** Wraps a failure of Redis itself; keeps latchkey's own errors and abort reasons as they are. @internal */
+export function redisError(error: unknown, doing: string): unknown {
+  if (error instanceof LockError) return error;
+  return new LockError('REDIS_ERROR', `Redis failed while ${doing}: ${toError(error).message}`, {
+    cause: error,
+  });
+}
+
+/**
+ * How the engine talks to Redis: script calls that are safe to repeat, retried with backoff
+ * while that is worth it and never past a deadline; plain read commands; request ids.
+ * @internal
+ */
+export class Calls {
+  readonly #runner: ScriptRunner;
+  readonly #isClosed: () => boolean;
+  readonly #requestPrefix = randomBytes(6).toString('hex');
+  #requestCounter = 0;
+  /** How long one call may take, in milliseconds. */
+  readonly timeoutMs: number;
+
+  constructor(runner: ScriptRunner, timeoutMs: number, isClosed: () => boolean) {
+    this.#runner = runner;
+    this.timeoutMs = timeoutMs;
+    this.#isClosed = isClosed;
+  }
+
+  /** A new id for a request, unique to this client. */
+  nextRequestId(): string {
+    this.#requestCounter += 1;
+    return `${this.#requestPrefix}${this.#requestCounter.toString(36)}`;
+  }
+
+  /** One try, no retry, within `timeoutMs`. */
+  once(call: ScriptCall, timeoutMs: number): Promise<unknown> {
+    return this.#runner.run(call.script, call.keys, call.args, timeoutMs);
+  }
+
+  /**
+   * Runs a script whose every call is safe to repeat, retrying transient failures with backoff
+   * while `keepTrying()` says so, and never past `until` (monotonic ms). `retry` is the call to
+   * repeat, when a repeated call must say that it is one.
+   */
+  async idempotent(
+    call: ScriptCall,
+    keepTrying: (attempt: number) => boolean,
+    until = Number.POSITIVE_INFINITY,
+    retry: ScriptCall = call,
+  ): Promise<unknown> {
+    const timeoutMs = this.timeoutMs;
+    // No try, and no wait between tries, outlasts `until`.
+    const tryTimeout = (): number => Math.max(1, Math.min(timeoutMs, until - performance.now()));
+    const retryable = (error: unknown, attempt: number): boolean =>
+      !this.#isClosed() && isTransient(error) && performance.now() < until && keepTrying(attempt);
+    // The first try goes out directly: the retry machinery is for the rare failure, not the
+    // hot path of every acquire and release.
+    try {
+      return await this.#runner.run(call.script, call.keys, call.args, tryTimeout());
+    } catch (error) {
+      if (!retryable(error, 1)) throw error;
+    }
+    return pRetry(() => this.#runner.run(retry.script, retry.keys, retry.args, tryTimeout()), {
+      retries: 1_000,
+      minTimeout: 20,
+      maxTimeout: 1_000,
+      factor: 2,
+      randomize: true,
+      unref: true,
+      maxRetryTime: Number.isFinite(until)
+        ? Math.max(0, until - performance.now())
+        : Number.POSITIVE_INFINITY,
+      shouldRetry: ({ error, attemptNumber }) => retryable(error, attemptNumber + 1),
+    });
+  }
+
+  /** A plain command (a read), retried twice on transient failures. */
+  async command(args: string[], doing: string): Promise<unknown> {
+    if (this.#isClosed()) throw new ClientClosedError();
+    try {
+      return await pRetry(() => this.#runner.send(args), {
+        retries: 2,
+        minTimeout: 20,
+        maxTimeout: 200,
+        unref: true,
+        shouldRetry: ({ error }) => !this.#isClosed() && isTransient(error),
+      });
+    } catch (error) {
+      throw redisError(error, doing);
+    }
+  }
+}

@@ -1,0 +1,149 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { EventEmitter } from 'eventemitter3';
+import { ClientClosedError } from '../errors.js';
+import { grantChannel } from '../keys.js';
+import type { LockClientEvents } from '../options.js';
+import type { LockRedisClient, LockSubscriberClient } from '../redis/connection.js';
+import { openSubscriber } from '../redis/node-redis.js';
+import { ScriptRunner } from '../scripts/runner.js';
+import { Acquirer } from './acquire.js';
+import { Calls } from './calls.js';
+import { OperationChains } from './chains.js';
+import { Events } from './events.js';
+import type { Hold } from './hold.js';
+import { Holds } from './holds.js';
+import type { Lease, LeaseHost } from './lease.js';
+import { Notifications } from './notifications.js';
+import type { Target } from './types.js';
+
+/**
+ * How long a last release is retried: twice the command timeout, within these bounds. Its
+ * request key is kept that long plus the command timeout plus 2 s, so any copy of the call
+ * still finds it; short, as every last release writes one.
+ */
+const RELEASE_RETRY_MIN_MS = 1_000;
+const RELEASE_RETRY_MAX_MS = 8_000;
+
+/** The engine's settings, validated by the client. @internal */
+export interface EngineSettings {
+  readonly watchdogTimeoutMs: number;
+  readonly commandTimeoutMs: number;
+  readonly subscriptionLingerMs: number;
+}
+
+/**
+ * What every kind of lock shares, knowing no kind by name: the wait loop, holds and leases, the
+ * watchdog, notifications and idempotent calls. The composition root of those parts, and what a
+ * kind's handle talks to.
+ * @internal
+ */
+export class Engine {
+  /** Secret: part of every owner field. Never shown in a message, an event or a log line. */
+  readonly clientId = randomUUID();
+  readonly #redis: LockRedisClient;
+  readonly #events: Events;
+  readonly #calls: Calls;
+  readonly #holds: Holds;
+  readonly #notifications: Notifications;
+  readonly #acquirer: Acquirer;
+  #closed = false;
+
+  constructor(redis: LockRedisClient, emitter: EventEmitter<LockClientEvents>, settings: EngineSettings) {
+    this.#redis = redis;
+    this.#events = new Events(emitter);
+    const isClosed = (): boolean => this.#closed;
+    const assertOpen = (): void => this.assertOpen();
+    this.#calls = new Calls(
+      new ScriptRunner(redis, settings.commandTimeoutMs),
+      settings.commandTimeoutMs,
+      isClosed,
+    );
+    const chains = new OperationChains();
+    this.#holds = new Holds(this.#calls, chains, this.#events, {
+      watchdogTimeoutMs: settings.watchdogTimeoutMs,
+      releaseRetryMs: Math.min(
+        RELEASE_RETRY_MAX_MS,
+        Math.max(RELEASE_RETRY_MIN_MS, 2 * settings.commandTimeoutMs),
+      ),
+      isClosed,
+    });
+    /** Public: names this client's grant channel and prefixes its tickets. */
+    const grants = grantChannel(randomBytes(8).toString('hex'));
+    this.#notifications = new Notifications(
+      {
+        connect: () => this.#connectSubscriber(),
+        grantChannel: grants,
+        onGrant: (message) => this.#acquirer.onGrant(message),
+        onError: (error) => this.#events.error(error),
+        closedError: () => new ClientClosedError(),
+      },
+      settings.subscriptionLingerMs,
+    );
+    const leaseHost: LeaseHost = { release: (hold: Hold) => this.#holds.release(hold) };
+    this.#acquirer = new Acquirer(
+      { watchdogTimeoutMs: settings.watchdogTimeoutMs, grantChannel: grants, isClosed, assertOpen },
+      {
+        calls: this.#calls,
+        chains,
+        holds: this.#holds,
+        notifications: this.#notifications,
+        events: this.#events,
+        leaseHost,
+      },
+    );
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  assertOpen(): void {
+    if (this.#closed) throw new ClientClosedError();
+  }
+
+  /** See {@link Acquirer.acquire}. */
+  acquire(
+    target: Target,
+    field: string,
+    waitMs: number,
+    leaseMs: number | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Lease | null> {
+    return this.#acquirer.acquire(target, field, waitMs, leaseMs, signal);
+  }
+
+  /** A plain read command, retried on transient failures. */
+  command(args: string[], doing: string): Promise<unknown> {
+    return this.#calls.command(args, doing);
+  }
+
+  forceUnlock(target: Target): Promise<boolean> {
+    return this.#holds.forceUnlock(target);
+  }
+
+  /**
+   * Stops the watchdog, gives up every hold (one try each) and closes the subscriber; waiting
+   * acquires reject with ClientClosedError.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.all([this.#holds.closeAll(), this.#notifications.close()]);
+  }
+
+  async #connectSubscriber(): Promise<LockSubscriberClient> {
+    const subscriber = await openSubscriber(this.#redis, {
+      onError: (error) => {
+        if (!this.#closed) this.#events.error(error);
+      },
+      // A hand-over while the subscriber was away skipped this client's waiters: each tries
+      // again, and the attempt queues it anew if its entry is gone.
+      onReconnect: () => this.#notifications.resubscribed(),
+    });
+    if (this.#closed) {
+      subscriber.destroy();
+      throw new ClientClosedError();
+    }
+    return subscriber;
+  }
+}

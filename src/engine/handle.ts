@@ -1,0 +1,239 @@
+import { InvalidArgumentError, LockReentryError, LockTimeoutError } from '../errors.js';
+import type { AcquireOptions } from '../options.js';
+import { currentContext, newOwnerId, runInContext, type OwnerContext } from '../owner.js';
+import { checkDuration, checkOptions, checkSignal, checkWait, describe } from '../validate.js';
+import type { Engine } from './engine.js';
+import type { Lease } from './lease.js';
+import type { Target } from './types.js';
+
+const ACQUIRE_OPTIONS = ['waitMs', 'leaseMs', 'signal'] as const;
+
+interface CheckedAcquire {
+  readonly waitMs: number;
+  readonly leaseMs: number | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+function checkAcquireOptions(options: unknown, defaultWaitMs: number): CheckedAcquire {
+  const given = checkOptions('options', options, ACQUIRE_OPTIONS);
+  return {
+    waitMs: given.waitMs === undefined ? defaultWaitMs : checkWait('waitMs', given.waitMs),
+    leaseMs: given.leaseMs === undefined ? undefined : checkDuration('leaseMs', given.leaseMs, 1),
+    signal: checkSignal('signal', given.signal),
+  };
+}
+
+/** How a kind names its owners in Redis. @internal */
+export interface OwnerPolicy {
+  /**
+   * Whether the async context that holds the lock may take it again. When false, taking it again
+   * from inside its own `withLock` callback is refused instead of waiting for itself.
+   */
+  readonly reentrant: boolean;
+  /** The owner's identity in Redis for one acquisition by the context `ownerId`. Secret. */
+  field(clientId: string, ownerId: string): string;
+}
+
+/**
+ * What every kind's handle offers — `acquire`, `tryAcquire`, `withLock`, `isLocked`,
+ * `remainingTtlMs`, `forceUnlock` — on top of the engine, with the owner of each call taken from
+ * the async context. `L` is the kind's lease.
+ */
+export abstract class LockHandle<L extends Lease> {
+  readonly #engine: Engine;
+  readonly #target: Target;
+  readonly #owners: OwnerPolicy;
+
+  /** @internal */
+  protected constructor(engine: Engine, target: Target, owners: OwnerPolicy) {
+    this.#engine = engine;
+    this.#target = target;
+    this.#owners = owners;
+  }
+
+  /** The lock's name. */
+  get name(): string {
+    return this.#target.name;
+  }
+
+  /** The lock's Redis key (`keyPrefix + name`). */
+  get key(): string {
+    return this.#target.key;
+  }
+
+  /** Whether the lock can be re-entered by the async context that holds it. */
+  get reentrant(): boolean {
+    return this.#owners.reentrant;
+  }
+
+  /**
+   * Takes the lock, waiting up to `waitMs` (default: forever) while another owner holds it.
+   * Waiting is driven by notifications, not polling.
+   *
+   * @throws {@link LockTimeoutError} when `waitMs` runs out; `signal.reason` when aborted;
+   *   {@link LockReentryError} for a non-reentrant lock its context already holds;
+   *   {@link InvalidArgumentError} for bad options, before any Redis command.
+   * @example
+   * ```ts
+   * const lease = await lock.acquire({ waitMs: 5_000 });
+   * try {
+   *   await shipOrder(order);
+   * } finally {
+   *   await lease.release();
+   * }
+   * ```
+   */
+  acquire(options?: AcquireOptions): Promise<L> {
+    return this.#start(options, Number.POSITIVE_INFINITY, (started) =>
+      started.then((lease) => {
+        if (lease !== null) return lease;
+        throw new LockTimeoutError(`Timed out waiting for lock "${this.#target.name}"`);
+      }),
+    );
+  }
+
+  /**
+   * Like `acquire`, but resolves `null` instead of throwing when the lock stays held for
+   * `waitMs`, which defaults to 0 (one try).
+   * @example
+   * ```ts
+   * const lease = await lock.tryAcquire();
+   * if (lease === null) return 'busy';
+   * ```
+   */
+  tryAcquire(options?: AcquireOptions): Promise<L | null> {
+    return this.#start(options, 0, (started) => started);
+  }
+
+  /**
+   * Takes the lock, runs `fn` with it, and releases it however `fn` ends. Everything `fn`
+   * awaits runs as the same owner, so nested calls on a reentrant lock re-enter it.
+   *
+   * @returns what `fn` returns.
+   * @throws what `fn` throws; otherwise a {@link LockLostError} when the lock was lost while
+   *   `fn` ran (its work may not have been exclusive), or what `acquire` throws.
+   * @example
+   * ```ts
+   * const total = await locks.lock('cart:7').withLock(async (lease) => {
+   *   return recalculateCart(7, { signal: lease.signal });
+   * });
+   * ```
+   */
+  withLock<T>(fn: (lease: L) => T | PromiseLike<T>, options?: AcquireOptions): Promise<Awaited<T>> {
+    if (typeof fn !== 'function') {
+      return Promise.reject(
+        new InvalidArgumentError(`Expected \`fn\` to be a function, got ${describe(fn)}`),
+      );
+    }
+    try {
+      checkAcquireOptions(options, Number.POSITIVE_INFINITY);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const parent = currentContext();
+    const context: OwnerContext = parent ?? { ownerId: newOwnerId(), nonReentrant: new Set() };
+    return runInContext(context, async (): Promise<Awaited<T>> => {
+      const lease = await this.acquire(options);
+      // A non-reentrant lock is recorded in the context the callback runs in, so re-entry
+      // from inside it is rejected while side-by-side callbacks still exclude each other.
+      const inner: OwnerContext = this.#owners.reentrant
+        ? context
+        : { ownerId: context.ownerId, nonReentrant: new Set([...context.nonReentrant, this.#contextKey()]) };
+      let result: Awaited<T>;
+      try {
+        result = await runInContext(inner, async () => await fn(lease));
+      } catch (error) {
+        await lease.release().catch(() => undefined);
+        throw error;
+      }
+      if (lease.signal.aborted) throw lease.signal.reason;
+      await lease.release();
+      return result;
+    });
+  }
+
+  /** Whether anyone holds the lock. One round trip. */
+  async isLocked(): Promise<boolean> {
+    return (
+      Number(await this.#engine.command(['EXISTS', this.#target.key], `reading lock "${this.name}"`)) === 1
+    );
+  }
+
+  /**
+   * Milliseconds until the lock expires unless renewed, `null` when nobody holds it, or
+   * `Infinity` for a lock with no expiry. One round trip.
+   */
+  async remainingTtlMs(): Promise<number | null> {
+    const reply = Number(
+      await this.#engine.command(['PTTL', this.#target.key], `reading lock "${this.name}"`),
+    );
+    if (reply === -2) return null;
+    if (reply === -1) return Number.POSITIVE_INFINITY;
+    return reply;
+  }
+
+  /**
+   * Deletes the lock whoever holds it and wakes its waiters. Holders in this client are told
+   * at once (their signals abort with reason `force-unlocked`); holders elsewhere at their next
+   * renewal. Meant for operators and tests, not for normal release.
+   * @returns whether there was a lock to delete.
+   */
+  forceUnlock(): Promise<boolean> {
+    return this.#engine.forceUnlock(this.#target);
+  }
+
+  /** @internal The engine this handle talks to, for the kind's own methods. */
+  protected get engine(): Engine {
+    return this.#engine;
+  }
+
+  /**
+   * @internal Whether the calling context holds this non-reentrant lock through `withLock`;
+   * undefined for a reentrant lock, whose holds are counted in Redis.
+   */
+  protected heldByContext(): boolean | undefined {
+    if (this.#owners.reentrant) return undefined;
+    return currentContext()?.nonReentrant.has(this.#contextKey()) === true;
+  }
+
+  #contextKey(): string {
+    return `${this.#engine.clientId}\n${this.#target.key}`;
+  }
+
+  #start<R>(
+    options: AcquireOptions | undefined,
+    defaultWaitMs: number,
+    finish: (started: Promise<L | null>) => Promise<R>,
+  ): Promise<R> {
+    let checked: CheckedAcquire;
+    let field: string;
+    try {
+      checked = checkAcquireOptions(options, defaultWaitMs);
+      this.#engine.assertOpen();
+      checked.signal?.throwIfAborted();
+      const context = currentContext();
+      if (this.#owners.reentrant) {
+        field = this.#owners.field(this.#engine.clientId, context?.ownerId ?? newOwnerId());
+      } else {
+        if (context?.nonReentrant.has(this.#contextKey()) === true) {
+          throw new LockReentryError(
+            `Lock "${this.#target.name}" is not reentrant and is already held by this async context; taking it again would wait for itself`,
+          );
+        }
+        field = this.#owners.field(this.#engine.clientId, newOwnerId());
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    // The engine hands out the kind's own lease: the protocol of this target made it.
+    return finish(
+      this.#engine.acquire(
+        this.#target,
+        field,
+        checked.waitMs,
+        checked.leaseMs,
+        checked.signal,
+      ) as Promise<L | null>,
+    );
+  }
+}

@@ -1,0 +1,283 @@
+import {
+  ClientClosedError,
+  LockError,
+  LockLostError,
+  LockNotOwnedError,
+  type LockLostReason,
+} from '../errors.js';
+import { redisError, type Calls } from './calls.js';
+import type { OperationChains } from './chains.js';
+import { toError, type Events } from './events.js';
+import type { Hold } from './hold.js';
+import type { Protocol, Target } from './types.js';
+import { Watchdog } from './watchdog.js';
+
+/** Keys per renewal call: 10,000 held locks renew in 20 calls. */
+const RENEW_BATCH_SIZE = 500;
+
+/** What releasing a hold that was already lost rejects with. */
+function lostRelease(hold: Hold): LockNotOwnedError {
+  return new LockNotOwnedError(`Lock "${hold.name}" is not held: it was lost`, { cause: hold.lostError });
+}
+
+/** @internal */
+export interface HoldsSettings {
+  /** Lease of a hold the watchdog renews, in milliseconds. */
+  readonly watchdogTimeoutMs: number;
+  /** How long a last release is retried, in milliseconds. */
+  readonly releaseRetryMs: number;
+  readonly isClosed: () => boolean;
+}
+
+/**
+ * The holds of one client, by chain (lock key + owner): their release, renewal by the watchdog,
+ * expiry by the monotonic clock, and loss.
+ * @internal
+ */
+export class Holds {
+  readonly #byChain = new Map<string, Hold>();
+  readonly #calls: Calls;
+  readonly #chains: OperationChains;
+  readonly #events: Events;
+  readonly #settings: HoldsSettings;
+  readonly #watchdog: Watchdog;
+
+  constructor(calls: Calls, chains: OperationChains, events: Events, settings: HoldsSettings) {
+    this.#calls = calls;
+    this.#chains = chains;
+    this.#events = events;
+    this.#settings = settings;
+    this.#watchdog = new Watchdog(
+      { renew: (holds) => this.#renewAll(holds), expire: (hold) => this.#expire(hold) },
+      this.renewIntervalMs,
+      RENEW_BATCH_SIZE,
+    );
+  }
+
+  /** How often the watchdog renews, in milliseconds. */
+  get renewIntervalMs(): number {
+    return Math.max(10, Math.floor(this.#settings.watchdogTimeoutMs / 3));
+  }
+
+  get(chain: string): Hold | undefined {
+    return this.#byChain.get(chain);
+  }
+
+  has(chain: string): boolean {
+    return this.#byChain.has(chain);
+  }
+
+  /** A hold confirmed for the first time: kept, and renewed or watched for expiry. */
+  add(hold: Hold): void {
+    this.#byChain.set(hold.chain, hold);
+    this.#watchdog.track(hold);
+  }
+
+  /** A hold whose lease was set again. */
+  touched(hold: Hold): void {
+    this.#watchdog.touched(hold);
+  }
+
+  release(hold: Hold): Promise<void> {
+    if (hold.lost) {
+      return Promise.reject(lostRelease(hold));
+    }
+    hold.releasing += 1;
+    if (hold.count - hold.releasing <= 0) {
+      // The last hold is going: renewal stops now, not after the reply.
+      this.#watchdog.untrack(hold);
+    }
+    return this.#chains
+      .run(hold.chain, async () => {
+        if (hold.lost) {
+          throw lostRelease(hold);
+        }
+        const protocol = hold.target.protocol;
+        const expected = hold.count;
+        const sentAt = performance.now();
+        // Worth retrying while the lock is known to be held: after that it has expired anyway,
+        // and a missing field could no longer tell "released" from "expired".
+        const retryUntil = Math.min(sentAt + this.#settings.releaseRetryMs, hold.validUntil);
+        // A repeated last release that finds the owner's field gone within the lease finds what
+        // an earlier copy did: the field cannot have expired yet.
+        let repeated = expected === 1 && hold.releaseUnconfirmed;
+        let reply: unknown;
+        try {
+          reply = await this.#calls.idempotent(protocol.release(hold, expected), () => {
+            repeated = true;
+            return !hold.lost && performance.now() < retryUntil;
+          });
+        } catch (error) {
+          if (hold.lost) {
+            throw lostRelease(hold);
+          }
+          if (expected === 1) {
+            // Unconfirmed last release: renewal is off, so the lock is gone when its lease ends.
+            hold.releaseUnconfirmed = true;
+            this.forget(hold);
+          }
+          throw redisError(error, `releasing lock "${hold.name}"`);
+        }
+        const outcome = protocol.releaseOutcome(reply);
+        if (outcome === undefined) {
+          throw new LockError(
+            'REDIS_ERROR',
+            `Unexpected reply from the release script for lock "${hold.name}"`,
+          );
+        }
+        if (outcome === 'absent') {
+          if (!(repeated && expected === 1 && performance.now() < hold.validUntil)) {
+            const message = `Lock "${hold.name}" is not held by this owner: it expired or was taken over`;
+            this.markLost(hold, 'not-owner', message);
+            throw new LockNotOwnedError(message, { cause: hold.lostError });
+          }
+        } else if (outcome === 'changed') {
+          const message = `Lock "${hold.name}" is no longer held by this owner: its hold count changed behind its back`;
+          this.markLost(hold, 'not-owner', message);
+          throw new LockNotOwnedError(message, { cause: hold.lostError });
+        }
+        hold.count = expected - 1;
+        if (hold.count === 0) {
+          this.forget(hold);
+        } else {
+          hold.extend(sentAt);
+          this.#watchdog.track(hold);
+        }
+        if (this.#events.listening('released')) {
+          this.#events.emit('released', { name: hold.name, key: hold.key, holdCount: hold.count });
+        }
+      })
+      .finally(() => {
+        hold.releasing -= 1;
+      });
+  }
+
+  /** Drops a hold that ended (released, or left to expire) without declaring it lost. */
+  forget(hold: Hold): void {
+    this.#watchdog.untrack(hold);
+    if (this.#byChain.get(hold.chain) === hold) this.#byChain.delete(hold.chain);
+  }
+
+  /**
+   * Declares a hold lost: aborts its signal, stops renewal, emits `lockLost`. Returns the
+   * hold's LockLostError (the first one, if it was lost already). Never throws.
+   */
+  markLost(hold: Hold, reason: LockLostReason, message: string): LockLostError {
+    if (hold.lostError !== undefined) return hold.lostError;
+    const error = new LockLostError(message, reason);
+    this.forget(hold);
+    hold.lose(error);
+    this.#events.emit('lockLost', { name: hold.name, key: hold.key, error });
+    return error;
+  }
+
+  /** Frees a lock whoever holds it; this client's holders of it are told at once. */
+  async forceUnlock(target: Target): Promise<boolean> {
+    if (this.#settings.isClosed()) throw new ClientClosedError();
+    let reply: unknown;
+    try {
+      reply = await this.#calls.idempotent(target.protocol.forceRelease(target), (attempt) => attempt < 3);
+    } catch (error) {
+      throw redisError(error, `force-unlocking lock "${target.name}"`);
+    }
+    for (const hold of [...this.#byChain.values()]) {
+      if (hold.key === target.key) {
+        this.markLost(hold, 'force-unlocked', `Lock "${hold.name}" was force-unlocked`);
+      }
+    }
+    return Number(reply) === 1;
+  }
+
+  /** On close: stops renewal, declares every hold lost and drops it in Redis (one try each). */
+  async closeAll(): Promise<void> {
+    this.#watchdog.stop();
+    const held = [...this.#byChain.values()];
+    this.#byChain.clear();
+    await Promise.all(
+      held.map((hold) => {
+        this.markLost(
+          hold,
+          'client-closed',
+          `Lock "${hold.name}" was given up because its LockClient closed`,
+        );
+        return this.#calls
+          .once(hold.target.protocol.abandon(hold), this.#calls.timeoutMs)
+          .catch(() => undefined);
+      }),
+    );
+  }
+
+  /** Renews one watchdog batch: one call per kind in it. */
+  async #renewAll(holds: readonly Hold[]): Promise<boolean> {
+    const first = holds[0]?.target.protocol;
+    if (holds.every((hold) => hold.target.protocol === first)) return this.#renew(holds);
+    const byKind = new Map<Protocol, Hold[]>();
+    for (const hold of holds) {
+      const group = byKind.get(hold.target.protocol);
+      if (group === undefined) byKind.set(hold.target.protocol, [hold]);
+      else group.push(hold);
+    }
+    const results = await Promise.all([...byKind.values()].map((group) => this.#renew(group)));
+    return results.every(Boolean);
+  }
+
+  async #renew(holds: readonly Hold[]): Promise<boolean> {
+    const protocol = holds[0]?.target.protocol;
+    if (protocol === undefined) return true;
+    const sentAt = performance.now();
+    let reply: unknown;
+    try {
+      // No call may outlast the interval: the next one must go out in time.
+      reply = await this.#calls.once(
+        protocol.renew(holds, this.#settings.watchdogTimeoutMs),
+        Math.min(this.#calls.timeoutMs, this.renewIntervalMs),
+      );
+    } catch (error) {
+      if (this.#settings.isClosed()) return true;
+      this.#events.emit('renewFailed', {
+        names: holds.map((hold) => hold.name),
+        error: toError(error),
+        retryInMs: this.#watchdog.retryDelayMs,
+      });
+      return false;
+    }
+    const renewed = protocol.renewOutcome(reply, holds.length);
+    if (renewed === undefined) {
+      this.#events.error(new LockError('REDIS_ERROR', 'Unexpected reply from the renewal script'));
+      return false;
+    }
+    holds.forEach((hold, index) => {
+      if (hold.lost || this.#byChain.get(hold.chain) !== hold) return;
+      if (renewed[index] === true) {
+        hold.extend(sentAt);
+        this.#watchdog.touched(hold);
+      } else {
+        this.markLost(hold, 'not-owner', `Lock "${hold.name}" was lost: it expired or was taken over`);
+      }
+    });
+    return true;
+  }
+
+  /** The client's clock says the lease ran out with no renewal confirmed. */
+  #expire(hold: Hold): void {
+    if (hold.lost) return;
+    this.markLost(
+      hold,
+      'expired',
+      `Lock "${hold.name}" was lost: no renewal was confirmed within its ${hold.ttlMs} ms lease`,
+    );
+    // Redis may still keep the field (a renewal may land late): drop it, after any request of
+    // this owner already under way, so no stale hold lingers.
+    void this.#chains.run(hold.chain, async () => {
+      const giveUpAt = performance.now() + hold.ttlMs;
+      try {
+        await this.#calls.idempotent(
+          hold.target.protocol.abandon(hold),
+          () => !this.#settings.isClosed() && performance.now() < giveUpAt,
+        );
+      } catch {
+        // Unreachable for a whole lease: the TTL has removed the field by now.
+      }
+    });
+  }
+}

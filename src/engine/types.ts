@@ -1,0 +1,111 @@
+import type { LuaScript } from '../scripts/script.js';
+import type { Hold } from './hold.js';
+import type { Lease, LeaseHost } from './lease.js';
+
+/**
+ * The contract between the engine and a kind of lock. The engine owns waiting, deadlines,
+ * aborts, the wait queue's tickets, hand-overs, holds and leases, the watchdog, loss and every
+ * retry; a kind supplies its keys, its scripts, and what their replies mean, through one
+ * {@link Protocol}. Reply codes are read in the kind's protocol module and nowhere else.
+ * @internal
+ */
+
+/** One lock as the engine sees it: which key, where its frees are announced, and its kind. */
+export interface Target {
+  /** The name the user gave. */
+  readonly name: string;
+  /** The lock's Redis key. */
+  readonly key: string;
+  /** The channel a free of the lock is announced on. */
+  readonly channel: string;
+  readonly protocol: Protocol;
+}
+
+/** A script call with its keys and arguments. */
+export interface ScriptCall {
+  readonly script: LuaScript;
+  readonly keys: readonly string[];
+  readonly args: readonly string[];
+}
+
+/** What one acquire request carries. */
+export interface AcquireRequest {
+  readonly target: Target;
+  /** The owner's identity in Redis (a hash field or a token). Secret. */
+  readonly field: string;
+  /** The owner's hold count before this request, as the client knows it. */
+  readonly expected: number;
+  /** A key that exists only once the request was given up (see `cancelAcquire`). */
+  readonly requestKey: string;
+  /** Lease to set, in milliseconds. */
+  readonly leaseMs: number;
+  /** The wait-queue entry to push if the lock is held; empty: not waiting. Kinds with a queue. */
+  readonly waiter: string;
+  /** The entry an earlier attempt left in the queue; empty: none. Kinds with a queue. */
+  readonly queuedAs: string;
+  /** How long the wait queue lives after a waiter joins, in milliseconds. */
+  readonly queueTtlMs: number;
+}
+
+/**
+ * What an acquire request found:
+ * - `held`: the owner holds the lock at `expected + 1`; `proof` is what the kind adds to the
+ *   lease (a fencing token), if anything;
+ * - `busy`: another owner holds it for `pttl` ms more (-1: no expiry); `pushed` tells that the
+ *   waiter's entry in the queue is now the request's `waiter`, not its `queuedAs`;
+ * - `cancelled`: the request had been given up and was refused;
+ * - `lost`: the owner's hold count is not what the client knew: its hold was lost.
+ */
+export type AcquireOutcome =
+  | { readonly status: 'held'; readonly proof: string | undefined }
+  | { readonly status: 'busy'; readonly pttl: number; readonly pushed: boolean }
+  | { readonly status: 'cancelled' }
+  | { readonly status: 'lost' };
+
+/**
+ * What a release found: `partial` — holds remain; `freed` — the lock was freed (or handed on);
+ * `absent` — the owner holds nothing (a replay of a last release that was applied, or a lost
+ * hold); `changed` — the owner's hold count is not what the client knew.
+ */
+export type ReleaseOutcome = 'partial' | 'freed' | 'absent' | 'changed';
+
+/** The polling a kind needs when some frees are announced on no channel. */
+export interface PollPolicy {
+  /** First re-check after a busy reply, in milliseconds; doubled after each busy reply. */
+  readonly minMs: number;
+  /** Longest time between re-checks, in milliseconds. */
+  readonly maxMs: number;
+}
+
+/** What a kind whose waiters queue in Redis (and are handed the lock) adds. */
+export interface QueueProtocol {
+  /**
+   * Takes a waiter that gave up out of the queue; with `handed`, also gives back a lock handed
+   * to it that it never used.
+   */
+  withdraw(target: Target, field: string, entry: string, handed: boolean): ScriptCall;
+}
+
+/** One kind's keys, scripts and reply meanings. */
+export interface Protocol {
+  /** Set when waiters queue in Redis and a free hands the lock to the first live one. */
+  readonly queue: QueueProtocol | undefined;
+  /** Set when some holders (foreign clients) announce nothing: waiters re-check this often. */
+  readonly poll: PollPolicy | undefined;
+  acquire(request: AcquireRequest, retry: boolean): ScriptCall;
+  acquireOutcome(reply: unknown): AcquireOutcome | undefined;
+  /** Refuses any late copy of an acquire whose outcome is unknown, and undoes it if applied. */
+  cancelAcquire(request: AcquireRequest, recordTtlMs: number): ScriptCall;
+  release(hold: Hold, expected: number): ScriptCall;
+  releaseOutcome(reply: unknown): ReleaseOutcome | undefined;
+  /** Renews many holds of this kind in one call, each to `leaseMs`. */
+  renew(holds: readonly Hold[], leaseMs: number): ScriptCall;
+  /** Per hold: still held and renewed; undefined for a reply the kind does not know. */
+  renewOutcome(reply: unknown, count: number): readonly boolean[] | undefined;
+  /** Drops a hold given up for lost or on close. */
+  abandon(hold: Hold): ScriptCall;
+  /** Frees the lock whoever holds it; the reply says whether there was one (1 or 0). */
+  forceRelease(target: Target): ScriptCall;
+  /** The lease handed to a caller: the kind's subclass of {@link Lease}, given the proof. */
+  lease(hold: Hold, host: LeaseHost, proof: string | undefined): Lease;
+}

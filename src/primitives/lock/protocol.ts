@@ -1,0 +1,164 @@
+import type { Hold } from '../../engine/hold.js';
+import { Lease, type LeaseHost } from '../../engine/lease.js';
+import type {
+  AcquireOutcome,
+  AcquireRequest,
+  Protocol,
+  ReleaseOutcome,
+  ScriptCall,
+  Target,
+} from '../../engine/types.js';
+import { fencingTokenKey, waitQueueKey } from '../../keys.js';
+import { luaScripts } from '../../scripts/generated.js';
+import { FencedLease } from './fenced-lease.js';
+
+/** Reply codes of the acquire scripts (lua-scripts/lock/acquire.lua, fenced-lock/acquire.lua). */
+const ACQUIRE_CANCELLED = -3;
+const HOLD_LOST = -4;
+/** Reply codes of the release scripts. */
+const RELEASE_PARTIAL = 0;
+const RELEASE_FREED = 1;
+
+function acquireOutcome(reply: unknown, fenced: boolean): AcquireOutcome | undefined {
+  if (reply === null || reply === undefined) return fenced ? undefined : { status: 'held', proof: undefined };
+  if (Array.isArray(reply)) {
+    // Held by another owner: its PTTL, and whether the waiter's entry is the new one.
+    return { status: 'busy', pttl: Number(reply[0]), pushed: Number(reply[1]) === 1 };
+  }
+  const code = Number(reply);
+  if (code === ACQUIRE_CANCELLED) return { status: 'cancelled' };
+  if (code === HOLD_LOST) return { status: 'lost' };
+  // A fenced acquire that took the lock answers with the new token (>= 1).
+  if (fenced && Number.isSafeInteger(code) && code >= 1) return { status: 'held', proof: String(code) };
+  return undefined;
+}
+
+function releaseOutcome(reply: unknown): ReleaseOutcome | undefined {
+  if (reply === null || reply === undefined) return 'absent';
+  switch (Number(reply)) {
+    case RELEASE_PARTIAL:
+      return 'partial';
+    case RELEASE_FREED:
+      return 'freed';
+    case HOLD_LOST:
+      return 'changed';
+    default:
+      return undefined;
+  }
+}
+
+function renewOutcome(reply: unknown, count: number): readonly boolean[] | undefined {
+  if (!Array.isArray(reply) || reply.length !== count) return undefined;
+  return reply.map((flag) => Number(flag) === 1);
+}
+
+/**
+ * The reentrant lock's protocol — Redisson's RLock layout, a hash `owner field -> hold count`
+ * whose PTTL is the lease, with latchkey's wait queue beside it — and, with `fenced`, its
+ * RFencedLock variant, which also counts every acquisition in `redisson_lock_token:{<key>}`
+ * and hands the new token to the holder.
+ * @internal
+ */
+export function reentrantProtocol(fenced: boolean): Protocol {
+  const scripts = fenced
+    ? {
+        acquire: luaScripts['fenced-lock/acquire'],
+        cancelAcquire: luaScripts['fenced-lock/cancel-acquire'],
+        withdraw: luaScripts['fenced-lock/withdraw'],
+        release: luaScripts['fenced-lock/release'],
+        abandon: luaScripts['fenced-lock/abandon'],
+        forceRelease: luaScripts['fenced-lock/force-release'],
+      }
+    : {
+        acquire: luaScripts['lock/acquire'],
+        cancelAcquire: luaScripts['lock/cancel-acquire'],
+        withdraw: luaScripts['lock/withdraw'],
+        release: luaScripts['lock/release'],
+        abandon: luaScripts['lock/abandon'],
+        forceRelease: luaScripts['lock/force-release'],
+      };
+  /** Keys after the lock's own (and the request key): its queue, and the token counter if fenced. */
+  const companions = fenced
+    ? (key: string): string[] => [waitQueueKey(key), fencingTokenKey(key)]
+    : (key: string): string[] => [waitQueueKey(key)];
+
+  return {
+    queue: {
+      withdraw(target: Target, field: string, entry: string, handed: boolean): ScriptCall {
+        return {
+          script: scripts.withdraw,
+          keys: [target.key, ...companions(target.key)],
+          args: [target.channel, field, entry, handed ? '1' : ''],
+        };
+      },
+    },
+    poll: undefined,
+    acquire(request: AcquireRequest, retry: boolean): ScriptCall {
+      return {
+        script: scripts.acquire,
+        keys: [request.target.key, request.requestKey, ...companions(request.target.key)],
+        args: [
+          String(request.leaseMs),
+          request.field,
+          String(request.expected),
+          request.waiter,
+          request.queuedAs,
+          String(request.queueTtlMs),
+          retry ? '1' : '',
+        ],
+      };
+    },
+    acquireOutcome: (reply) => acquireOutcome(reply, fenced),
+    cancelAcquire(request: AcquireRequest, recordTtlMs: number): ScriptCall {
+      const { target } = request;
+      return {
+        script: scripts.cancelAcquire,
+        keys: [target.key, request.requestKey, ...companions(target.key)],
+        args: [
+          target.channel,
+          request.field,
+          String(request.expected),
+          String(recordTtlMs),
+          request.waiter,
+          request.queuedAs,
+        ],
+      };
+    },
+    release(hold: Hold, expected: number): ScriptCall {
+      return {
+        script: scripts.release,
+        keys: [hold.key, ...companions(hold.key)],
+        args: [hold.channel, String(hold.ttlMs), hold.field, String(expected)],
+      };
+    },
+    releaseOutcome,
+    renew(holds: readonly Hold[], leaseMs: number): ScriptCall {
+      return {
+        script: luaScripts['lock/renew'],
+        keys: holds.map((hold) => hold.key),
+        args: [String(leaseMs), ...holds.map((hold) => hold.field)],
+      };
+    },
+    renewOutcome,
+    abandon(hold: Hold): ScriptCall {
+      return {
+        script: scripts.abandon,
+        keys: [hold.key, ...companions(hold.key)],
+        args: [hold.channel, hold.field],
+      };
+    },
+    forceRelease(target: Target): ScriptCall {
+      return {
+        script: scripts.forceRelease,
+        keys: [target.key, ...companions(target.key)],
+        args: [target.channel],
+      };
+    },
+    lease(hold: Hold, host: LeaseHost, proof: string | undefined): Lease {
+      if (!fenced) return new Lease(hold, host);
+      // Every fenced acquisition carries its token: from the acquire reply or the hand-over.
+      if (proof === undefined) throw new Error('A fenced acquisition came without a fencing token');
+      return new FencedLease(hold, host, BigInt(proof));
+    },
+  };
+}
