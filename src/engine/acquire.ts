@@ -6,10 +6,11 @@ import { chainId, type OperationChains } from './chains.js';
 import type { Events } from './events.js';
 import { Hold } from './hold.js';
 import type { Holds } from './holds.js';
-import type { Lease, LeaseHost } from './lease.js';
+import type { Lease, LeaseFactory, LeaseHost } from './lease.js';
 import type { Notifications, Waiter } from './notifications.js';
-import { Ticket, TicketBook } from './ticket.js';
+import { Ticket } from './ticket.js';
 import type { AcquireOutcome, AcquireRequest, Target } from './types.js';
+import { WaitQueue } from './wait-queue.js';
 
 /** How long a cancelled acquire stays refused: past any late copy of it (rare, so generous). */
 const CANCEL_RECORD_TTL_MS = 60_000;
@@ -19,8 +20,6 @@ const CANCEL_RECORD_TTL_MS = 60_000;
  * unlock message.
  */
 const QUEUE_TTL_MS = 60_000;
-/** How long a ticket whose waiter gave up is remembered, so a late hand-over to it is returned. */
-const LEFT_TICKET_TTL_MS = 5 * 60_000;
 /**
  * How long an aborted acquire waits for its clean-up (withdrawing its waiter, giving back what
  * an attempt in flight took) before it rejects; the clean-up goes on after that.
@@ -95,9 +94,7 @@ export class Acquirer {
   readonly #notifications: Notifications;
   readonly #events: Events;
   readonly #leaseHost: LeaseHost;
-  readonly #tickets = new TicketBook(LEFT_TICKET_TTL_MS);
-  /** Acquire calls under way, by chain id (lock key + owner field). */
-  readonly #acquiring = new Map<string, number>();
+  readonly #queue: WaitQueue;
 
   constructor(settings: AcquirerSettings, parts: AcquirerParts) {
     this.#settings = settings;
@@ -107,19 +104,26 @@ export class Acquirer {
     this.#notifications = parts.notifications;
     this.#events = parts.events;
     this.#leaseHost = parts.leaseHost;
+    this.#queue = new WaitQueue(parts.calls, parts.chains, parts.holds, settings.assertOpen);
+  }
+
+  /** See {@link WaitQueue.onGrant}. */
+  onGrant(message: string): void {
+    this.#queue.onGrant(message);
   }
 
   /**
    * Takes `target` for the owner `field`, waiting up to `waitMs`; resolves null when the wait
    * runs out. Rejects with `signal.reason` on abort, at once, whatever is in flight.
    */
-  async acquire(
+  async acquire<L extends Lease>(
     target: Target,
     field: string,
     waitMs: number,
     leaseMs: number | undefined,
     signal: AbortSignal | undefined,
-  ): Promise<Lease | null> {
+    newLease: LeaseFactory<L>,
+  ): Promise<L | null> {
     const startedAt = performance.now();
     const deadline = startedAt + waitMs;
     const ttlMs = leaseMs ?? this.#settings.watchdogTimeoutMs;
@@ -134,7 +138,7 @@ export class Acquirer {
         ? new Ticket(target, field, ttlMs, this.#settings.grantChannel)
         : undefined;
     const chain = chainId(target.key, field);
-    this.#acquiring.set(chain, (this.#acquiring.get(chain) ?? 0) + 1);
+    this.#queue.begin(chain);
     /** An attempt the caller stopped waiting for: what it took must be given back. */
     let abandoned: Promise<unknown> | undefined;
     const attempt = async (): Promise<Attempt> => {
@@ -169,7 +173,7 @@ export class Acquirer {
       let outcome = await attempt();
       if (outcome.hold !== undefined) {
         acquired = true;
-        return await this.#toLease(outcome.hold, outcome.proof, startedAt, signal);
+        return await this.#toLease(newLease(outcome.hold, this.#leaseHost, outcome.proof), startedAt, signal);
       }
       if (waitMs === 0) return null;
       if (queue) ticket ??= new Ticket(target, field, ttlMs, this.#settings.grantChannel);
@@ -212,7 +216,11 @@ export class Acquirer {
         outcome = await attempt();
         if (outcome.hold !== undefined) {
           acquired = true;
-          return await this.#toLease(outcome.hold, outcome.proof, startedAt, signal);
+          return await this.#toLease(
+            newLease(outcome.hold, this.#leaseHost, outcome.proof),
+            startedAt,
+            signal,
+          );
         }
         expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
         if (poll !== undefined) pollMs = Math.min(poll.maxMs, pollMs * 2);
@@ -223,9 +231,7 @@ export class Acquirer {
       if (signal?.aborted === true && error === signal.reason) throw error;
       throw redisError(error, `waiting for lock "${target.name}"`);
     } finally {
-      const others = (this.#acquiring.get(chain) ?? 1) - 1;
-      if (others > 0) this.#acquiring.set(chain, others);
-      else this.#acquiring.delete(chain);
+      this.#queue.end(chain);
       waiter?.leave(acquired);
       if (ticket !== undefined) ticket.waiter = undefined;
       if (!acquired && !this.#settings.isClosed() && (ticket !== undefined || abandoned !== undefined)) {
@@ -238,67 +244,13 @@ export class Acquirer {
             : Number.isFinite(deadline)
               ? deadline + this.#calls.timeoutMs - performance.now()
               : this.#calls.timeoutMs;
-        await within(Promise.all([ticket && this.#withdraw(ticket), abandoned]), budget);
+        await within(Promise.all([ticket && this.#queue.withdraw(ticket), abandoned]), budget);
       }
     }
   }
 
-  /**
-   * A release handed a lock to one of this client's tickets: the grant message is the ticket's
-   * token, and the kind's proof after a space when it has one.
-   */
-  onGrant(message: string): void {
-    const space = message.indexOf(' ');
-    const token = space === -1 ? message : message.slice(0, space);
-    const ticket = this.#tickets.waiting(token);
-    if (ticket !== undefined) {
-      ticket.granted = token;
-      ticket.proof = space === -1 ? undefined : message.slice(space + 1);
-      ticket.waiter?.wake('attempt');
-      return;
-    }
-    const left = this.#tickets.left(token);
-    // Its waiter gave up: pass the lock on, unless the same owner has taken it since.
-    if (left !== undefined) void this.#withdraw(left);
-  }
-
-  /**
-   * Takes a ticket whose waiter gave up out of the queue; if a release handed it the lock
-   * meanwhile, passes the lock on. Runs after this owner's other requests on the lock, so after
-   * an attempt still in flight. Until it is done the ticket's tokens are remembered, so a
-   * hand-over to it that is heard meanwhile (or after it failed) is passed on as well.
-   */
-  async #withdraw(ticket: Ticket): Promise<void> {
-    const { target, field } = ticket;
-    const chain = chainId(target.key, field);
-    this.#tickets.leave(ticket, performance.now());
-    try {
-      await this.#chains.run(chain, async () => {
-        // Never queued, or the entry went with a hand-over this owner used.
-        if (ticket.token === undefined) return;
-        this.#settings.assertOpen();
-        // The owner's field is the hand-over's to give back only if nothing else of this owner
-        // may stand behind it: no hold, and no other acquire whose own hand-over it may be.
-        // Such an acquire is woken instead: its attempt finds the lock handed to it, or not.
-        const waiting = this.#acquiring.has(chain);
-        const handed = !this.#holds.has(chain) && !waiting;
-        if (waiting) this.#tickets.wakeOthers(ticket);
-        const withdraw = target.protocol.queue?.withdraw(target, field, ticket.entry(ticket.token), handed);
-        if (withdraw !== undefined) await this.#calls.idempotent(withdraw, (attempt) => attempt < 3);
-      });
-      if (!ticket.cancelled) this.#tickets.done(ticket);
-    } catch {
-      // Remembered: a late hand-over to it is passed on when heard.
-    }
-  }
-
-  async #toLease(
-    hold: Hold,
-    proof: string | undefined,
-    startedAt: number,
-    signal: AbortSignal | undefined,
-  ): Promise<Lease> {
-    const lease = hold.target.protocol.lease(hold, this.#leaseHost, proof);
+  /** Hands the lease out, unless the caller gave up meanwhile: then gives it straight back. */
+  async #toLease<L extends Lease>(lease: L, startedAt: number, signal: AbortSignal | undefined): Promise<L> {
     if (this.#settings.isClosed() || signal?.aborted === true) {
       // Granted after the caller gave up: hand the lock straight back.
       await lease.release().catch(() => undefined);
@@ -307,9 +259,9 @@ export class Acquirer {
     }
     if (this.#events.listening('acquired')) {
       this.#events.emit('acquired', {
-        name: hold.name,
-        key: hold.key,
-        holdCount: hold.count,
+        name: lease.name,
+        key: lease.key,
+        holdCount: lease.holdCount,
         waitedMs: performance.now() - startedAt,
       });
     }
@@ -347,7 +299,7 @@ export class Acquirer {
       const expected = existing?.count ?? 0;
       // A re-entry keeps the mode and TTL of the first acquisition.
       const hold = existing ?? new Hold(target, field, ttlMs, watchdog, chain);
-      if (ticket !== undefined) this.#tickets.issue(ticket, this.#calls.nextRequestId());
+      if (ticket !== undefined) this.#queue.tickets.issue(ticket, this.#calls.nextRequestId());
       const request: AcquireRequest = {
         target,
         field,
@@ -377,16 +329,16 @@ export class Acquirer {
           keepBusy(this.#cancelAcquire(request));
           if (ticket !== undefined) {
             ticket.cancelled = true;
-            this.#tickets.leave(ticket, performance.now());
+            this.#queue.tickets.leave(ticket, performance.now());
           }
         }
-        if (ticket !== undefined) this.#tickets.settle(ticket, sentAt, undefined);
+        if (ticket !== undefined) this.#queue.tickets.settle(ticket, sentAt, undefined);
         throw redisError(error, `acquiring lock "${target.name}"`);
       }
 
       const outcome: AcquireOutcome | undefined = protocol.acquireOutcome(reply);
       if (ticket !== undefined) {
-        this.#tickets.settle(ticket, sentAt, outcome?.status === 'busy' ? outcome.pushed : undefined);
+        this.#queue.tickets.settle(ticket, sentAt, outcome?.status === 'busy' ? outcome.pushed : undefined);
       }
       switch (outcome?.status) {
         case 'held':

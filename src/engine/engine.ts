@@ -12,7 +12,7 @@ import { OperationChains } from './chains.js';
 import { Events } from './events.js';
 import type { Hold } from './hold.js';
 import { Holds } from './holds.js';
-import type { Lease, LeaseHost } from './lease.js';
+import type { Lease, LeaseFactory, LeaseHost } from './lease.js';
 import { Notifications } from './notifications.js';
 import type { Target } from './types.js';
 
@@ -102,14 +102,15 @@ export class Engine {
   }
 
   /** See {@link Acquirer.acquire}. */
-  acquire(
+  acquire<L extends Lease>(
     target: Target,
     field: string,
     waitMs: number,
     leaseMs: number | undefined,
     signal: AbortSignal | undefined,
-  ): Promise<Lease | null> {
-    return this.#acquirer.acquire(target, field, waitMs, leaseMs, signal);
+    newLease: LeaseFactory<L>,
+  ): Promise<L | null> {
+    return this.#acquirer.acquire(target, field, waitMs, leaseMs, signal, newLease);
   }
 
   /** A plain read command, retried on transient failures. */

@@ -3,7 +3,7 @@ import type { AcquireOptions } from '../options.js';
 import { currentContext, newOwnerId, runInContext, type OwnerContext } from '../owner.js';
 import { checkDuration, checkOptions, checkSignal, checkWait, describe } from '../validate.js';
 import type { Engine } from './engine.js';
-import type { Lease } from './lease.js';
+import type { Lease, LeaseFactory } from './lease.js';
 import type { Target } from './types.js';
 
 const ACQUIRE_OPTIONS = ['waitMs', 'leaseMs', 'signal'] as const;
@@ -43,12 +43,14 @@ export abstract class LockHandle<L extends Lease> {
   readonly #engine: Engine;
   readonly #target: Target;
   readonly #owners: OwnerPolicy;
+  readonly #newLease: LeaseFactory<L>;
 
   /** @internal */
-  protected constructor(engine: Engine, target: Target, owners: OwnerPolicy) {
+  protected constructor(engine: Engine, target: Target, owners: OwnerPolicy, newLease: LeaseFactory<L>) {
     this.#engine = engine;
     this.#target = target;
     this.#owners = owners;
+    this.#newLease = newLease;
   }
 
   /** The lock's name. */
@@ -225,7 +227,6 @@ export abstract class LockHandle<L extends Lease> {
     } catch (error) {
       return Promise.reject(error);
     }
-    // The engine hands out the kind's own lease: the protocol of this target made it.
     return finish(
       this.#engine.acquire(
         this.#target,
@@ -233,7 +234,8 @@ export abstract class LockHandle<L extends Lease> {
         checked.waitMs,
         checked.leaseMs,
         checked.signal,
-      ) as Promise<L | null>,
+        this.#newLease,
+      ),
     );
   }
 }

@@ -1,6 +1,13 @@
 import { LockError, LockNotOwnedError } from '../errors.js';
 import type { Hold } from './hold.js';
 
+/**
+ * Makes the lease a kind hands out for one acquisition: `proof` is what the kind's script added
+ * to it (a fencing token), if anything.
+ * @internal
+ */
+export type LeaseFactory<L extends Lease> = (hold: Hold, host: LeaseHost, proof: string | undefined) => L;
+
 /** @internal What a lease needs from its client. */
 export interface LeaseHost {
   release(hold: Hold): Promise<void>;

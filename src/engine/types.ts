@@ -1,6 +1,4 @@
 import type { LuaScript } from '../scripts/script.js';
-import type { Hold } from './hold.js';
-import type { Lease, LeaseHost } from './lease.js';
 
 /**
  * The contract between the engine and a kind of lock. The engine owns waiting, deadlines,
@@ -19,6 +17,17 @@ export interface Target {
   /** The channel a free of the lock is announced on. */
   readonly channel: string;
   readonly protocol: Protocol;
+}
+
+/** A hold as a kind's scripts need it. */
+export interface HeldLock {
+  readonly name: string;
+  readonly key: string;
+  readonly channel: string;
+  /** The owner's identity in Redis (a hash field or a token). Secret. */
+  readonly field: string;
+  /** The lease set on every acquire, renewal and partial release, in milliseconds. */
+  readonly ttlMs: number;
 }
 
 /** A script call with its keys and arguments. */
@@ -96,16 +105,14 @@ export interface Protocol {
   acquireOutcome(reply: unknown): AcquireOutcome | undefined;
   /** Refuses any late copy of an acquire whose outcome is unknown, and undoes it if applied. */
   cancelAcquire(request: AcquireRequest, recordTtlMs: number): ScriptCall;
-  release(hold: Hold, expected: number): ScriptCall;
+  release(hold: HeldLock, expected: number): ScriptCall;
   releaseOutcome(reply: unknown): ReleaseOutcome | undefined;
   /** Renews many holds of this kind in one call, each to `leaseMs`. */
-  renew(holds: readonly Hold[], leaseMs: number): ScriptCall;
+  renew(holds: readonly HeldLock[], leaseMs: number): ScriptCall;
   /** Per hold: still held and renewed; undefined for a reply the kind does not know. */
   renewOutcome(reply: unknown, count: number): readonly boolean[] | undefined;
   /** Drops a hold given up for lost or on close. */
-  abandon(hold: Hold): ScriptCall;
+  abandon(hold: HeldLock): ScriptCall;
   /** Frees the lock whoever holds it; the reply says whether there was one (1 or 0). */
   forceRelease(target: Target): ScriptCall;
-  /** The lease handed to a caller: the kind's subclass of {@link Lease}, given the proof. */
-  lease(hold: Hold, host: LeaseHost, proof: string | undefined): Lease;
 }

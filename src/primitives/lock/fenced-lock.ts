@@ -1,13 +1,23 @@
 import type { Engine } from '../../engine/engine.js';
+import type { Hold } from '../../engine/hold.js';
+import type { LeaseHost } from '../../engine/lease.js';
 import { LockHandle } from '../../engine/handle.js';
 import type { Protocol } from '../../engine/types.js';
 import { LockError } from '../../errors.js';
 import { fencingTokenKey, lockKey, ownerField, unlockChannel } from '../../keys.js';
-import type { FencedLease } from './fenced-lease.js';
+import { FencedLease } from './fenced-lease.js';
 import { reentrantHoldCount } from './lock.js';
 import { reentrantProtocol } from './protocol.js';
 
 const PROTOCOL: Protocol = reentrantProtocol(true);
+
+/** Every fenced acquisition carries its token: from the acquire reply, or from the hand-over. */
+function fencedLease(hold: Hold, host: LeaseHost, proof: string | undefined): FencedLease {
+  if (proof === undefined || !/^[1-9][0-9]*$/.test(proof)) {
+    throw new LockError('REDIS_ERROR', `Lock "${hold.name}" was acquired without a fencing token`);
+  }
+  return new FencedLease(hold, host, BigInt(proof));
+}
 
 /**
  * A reentrant lock whose every acquisition comes with a fencing token: a number that grows with
@@ -34,6 +44,7 @@ export class FencedLock extends LockHandle<FencedLease> {
       engine,
       { name, key, channel: unlockChannel(key), protocol: PROTOCOL },
       { reentrant, field: ownerField },
+      fencedLease,
     );
     this.#tokenKey = fencingTokenKey(key);
   }

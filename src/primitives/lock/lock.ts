@@ -1,6 +1,6 @@
 import type { Engine } from '../../engine/engine.js';
 import { LockHandle } from '../../engine/handle.js';
-import type { Lease } from '../../engine/lease.js';
+import { Lease } from '../../engine/lease.js';
 import type { Protocol } from '../../engine/types.js';
 import { lockKey, ownerField, unlockChannel } from '../../keys.js';
 import { currentContext } from '../../owner.js';
@@ -32,6 +32,7 @@ export class Lock extends LockHandle<Lease> {
       engine,
       { name, key, channel: unlockChannel(key), protocol: PROTOCOL },
       { reentrant, field: ownerField },
+      (hold, host) => new Lease(hold, host),
     );
   }
 

@@ -1,8 +1,7 @@
-import type { Hold } from '../../engine/hold.js';
-import { Lease, type LeaseHost } from '../../engine/lease.js';
 import type {
   AcquireOutcome,
   AcquireRequest,
+  HeldLock,
   Protocol,
   ReleaseOutcome,
   ScriptCall,
@@ -10,7 +9,6 @@ import type {
 } from '../../engine/types.js';
 import { fencingTokenKey, waitQueueKey } from '../../keys.js';
 import { luaScripts } from '../../scripts/generated.js';
-import { FencedLease } from './fenced-lease.js';
 
 /** Reply codes of the acquire scripts (lua-scripts/lock/acquire.lua, fenced-lock/acquire.lua). */
 const ACQUIRE_CANCELLED = -3;
@@ -124,7 +122,7 @@ export function reentrantProtocol(fenced: boolean): Protocol {
         ],
       };
     },
-    release(hold: Hold, expected: number): ScriptCall {
+    release(hold: HeldLock, expected: number): ScriptCall {
       return {
         script: scripts.release,
         keys: [hold.key, ...companions(hold.key)],
@@ -132,7 +130,7 @@ export function reentrantProtocol(fenced: boolean): Protocol {
       };
     },
     releaseOutcome,
-    renew(holds: readonly Hold[], leaseMs: number): ScriptCall {
+    renew(holds: readonly HeldLock[], leaseMs: number): ScriptCall {
       return {
         script: luaScripts['lock/renew'],
         keys: holds.map((hold) => hold.key),
@@ -140,7 +138,7 @@ export function reentrantProtocol(fenced: boolean): Protocol {
       };
     },
     renewOutcome,
-    abandon(hold: Hold): ScriptCall {
+    abandon(hold: HeldLock): ScriptCall {
       return {
         script: scripts.abandon,
         keys: [hold.key, ...companions(hold.key)],
@@ -153,12 +151,6 @@ export function reentrantProtocol(fenced: boolean): Protocol {
         keys: [target.key, ...companions(target.key)],
         args: [target.channel],
       };
-    },
-    lease(hold: Hold, host: LeaseHost, proof: string | undefined): Lease {
-      if (!fenced) return new Lease(hold, host);
-      // Every fenced acquisition carries its token: from the acquire reply or the hand-over.
-      if (proof === undefined) throw new Error('A fenced acquisition came without a fencing token');
-      return new FencedLease(hold, host, BigInt(proof));
     },
   };
 }

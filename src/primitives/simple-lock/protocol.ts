@@ -1,8 +1,7 @@
-import type { Hold } from '../../engine/hold.js';
-import { Lease, type LeaseHost } from '../../engine/lease.js';
 import type {
   AcquireOutcome,
   AcquireRequest,
+  HeldLock,
   Protocol,
   ReleaseOutcome,
   ScriptCall,
@@ -61,11 +60,11 @@ export const SIMPLE_LOCK_PROTOCOL: Protocol = {
       args: [request.target.channel, request.field, String(recordTtlMs)],
     };
   },
-  release(hold: Hold): ScriptCall {
+  release(hold: HeldLock): ScriptCall {
     return { script: luaScripts['simple-lock/release'], keys: [hold.key], args: [hold.channel, hold.field] };
   },
   releaseOutcome,
-  renew(holds: readonly Hold[], leaseMs: number): ScriptCall {
+  renew(holds: readonly HeldLock[], leaseMs: number): ScriptCall {
     return {
       script: luaScripts['simple-lock/renew'],
       keys: holds.map((hold) => hold.key),
@@ -76,14 +75,11 @@ export const SIMPLE_LOCK_PROTOCOL: Protocol = {
     if (!Array.isArray(reply) || reply.length !== count) return undefined;
     return reply.map((flag) => Number(flag) === 1);
   },
-  abandon(hold: Hold): ScriptCall {
+  abandon(hold: HeldLock): ScriptCall {
     // Compare-and-delete: the key goes only if it still holds this hold's token.
     return { script: luaScripts['simple-lock/release'], keys: [hold.key], args: [hold.channel, hold.field] };
   },
   forceRelease(target: Target): ScriptCall {
     return { script: luaScripts['simple-lock/force-release'], keys: [target.key], args: [target.channel] };
-  },
-  lease(hold: Hold, host: LeaseHost): Lease {
-    return new Lease(hold, host);
   },
 };
