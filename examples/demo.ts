@@ -30,6 +30,10 @@ const EXAMPLES: readonly Example[] = [
   },
   { name: 'waiters-pubsub', shows: 'waiters handed the lock one by one by unlock messages' },
   { name: 'coupon-claim', shows: 'three processes share a coupon stock without overselling it' },
+  {
+    name: 'fenced-writes',
+    shows: 'fencing tokens: a store refuses the late write of a holder whose lease ran out',
+  },
 ];
 
 const EXAMPLES_DIR = dirname(fileURLToPath(import.meta.url));
