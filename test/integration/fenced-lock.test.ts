@@ -136,8 +136,8 @@ describe('FencedLock', () => {
       async () => (await admin.lLen(`latchkey_queue:{${lock.key}}`)) === 1,
     );
     // Scripts sent for this lock, by SHA-1 (a first call may go as EVAL, after NOSCRIPT).
-    const byName = new Map(
-      Object.values(luaScripts).flatMap((script) => [
+    const byName = new Map<string, string>(
+      Object.values(luaScripts).flatMap((script): Array<[string, string]> => [
         [script.sha1, script.sha1],
         [script.source, script.sha1],
       ]),
