@@ -192,7 +192,7 @@ describe('FencedLock', () => {
     const javaField = `${randomUUID()}:1`;
 
     async function javaTryLock(key: string): Promise<[number, number]> {
-      const reply = (await admin.sendCommand([
+      const reply: unknown = await admin.sendCommand([
         'EVAL',
         REDISSON_FENCED_TRY_LOCK,
         '2',
@@ -200,7 +200,8 @@ describe('FencedLock', () => {
         tokenKeyOf(key),
         String(REDISSON_LEASE_MS),
         javaField,
-      ])) as unknown[];
+      ]);
+      if (!Array.isArray(reply)) throw new Error(`unexpected reply ${String(reply)}`);
       return [Number(reply[0]), Number(reply[1])];
     }
 
