@@ -1,6 +1,7 @@
 /**
- * Real child Node processes for cross-process tests (two services sharing a lock, a holder
- * that gets SIGKILLed, ...). The child side of the protocol is worker-io.ts.
+ * Real child processes for cross-process tests (two services sharing a lock, a holder that
+ * gets SIGKILLed, a redis-py client, ...). The child side of the protocol is worker-io.ts for
+ * Node workers; fixtures in other languages speak the same JSON lines.
  */
 import { spawn } from 'node:child_process';
 import { resolve as resolvePath } from 'node:path';
@@ -66,14 +67,22 @@ function tail(text: string): string {
  * root, so `--import tsx` and package imports resolve as they do for the tests.
  */
 export function spawnWorker(scriptPath: string, env?: Record<string, string>): Worker {
-  const script = resolvePath(scriptPath);
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+  return spawnProcess(process.execPath, ['--import', 'tsx', resolvePath(scriptPath)], env);
+}
+
+/**
+ * Runs any program that speaks the worker protocol (JSON lines both ways; see worker-io.ts)
+ * as a worker, e.g. a Python script, with the project root as its cwd.
+ */
+export function spawnProcess(command: string, args: readonly string[], env?: Record<string, string>): Worker {
+  const commandLine = [command, ...args].join(' ');
+  const child = spawn(command, args, {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const pid = child.pid;
-  if (pid === undefined) throw new Error(`could not spawn a worker for ${script}`);
+  if (pid === undefined) throw new Error(`could not spawn a worker: ${commandLine}`);
 
   const unregister = onProcessExit(() => {
     try {
@@ -92,7 +101,7 @@ export function spawnWorker(scriptPath: string, env?: Record<string, string>): W
 
   const describe = (): string =>
     [
-      `worker ${script} (pid ${pid})`,
+      `worker ${commandLine} (pid ${pid})`,
       exit === undefined
         ? 'still running'
         : `exited with code ${String(exit.code)}, signal ${String(exit.signal)}`,

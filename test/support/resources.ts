@@ -9,7 +9,7 @@
  */
 import { createClient } from 'redis';
 import { LockClient, type LockClientOptions } from '../../src/index.js';
-import { spawnWorker, type Worker } from './child.js';
+import { spawnProcess, spawnWorker, type Worker } from './child.js';
 import { monitorCommands, type CommandMonitor } from './monitor.js';
 
 function newClient(options: { url: string; name?: string }) {
@@ -44,6 +44,8 @@ export interface TestResources {
   monitor(): Promise<CommandMonitor>;
   /** spawnWorker(), killed in closeAll() if it still runs. */
   worker(scriptPath: string, env?: Record<string, string>): Worker;
+  /** spawnProcess() (a worker in any language), killed in closeAll() if it still runs. */
+  spawn(command: string, args: readonly string[], env?: Record<string, string>): Worker;
   /** Stops workers and monitors, closes LockClients, then destroys connections. */
   closeAll(): Promise<void>;
 }
@@ -91,6 +93,11 @@ export function testResources(url: () => string): TestResources {
     },
     worker(scriptPath: string, env?: Record<string, string>): Worker {
       const worker = spawnWorker(scriptPath, env);
+      workers.push(worker);
+      return worker;
+    },
+    spawn(command: string, args: readonly string[], env?: Record<string, string>): Worker {
+      const worker = spawnProcess(command, args, env);
       workers.push(worker);
       return worker;
     },
