@@ -27,8 +27,9 @@ import { createClient } from 'redis';
 import { LockClient, LockNotOwnedError } from '../src/index.js';
 
 const url = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
-// A prefix of its own, so the example never touches keys it did not create.
-const keyPrefix = `examples:${randomBytes(4).toString('hex')}:`;
+// A prefix of its own, so the example never touches keys it did not create (EXAMPLE_KEY_PREFIX
+// picks it instead, for a test that must know it).
+const keyPrefix = process.env['EXAMPLE_KEY_PREFIX'] || `examples:${randomBytes(4).toString('hex')}:`;
 
 const LEASE_MS = 500;
 /** How long A stalls: well past its lease. */

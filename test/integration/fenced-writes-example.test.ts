@@ -35,7 +35,11 @@ describe('examples/fenced-writes.ts', () => {
   it(
     "exits 0, reporting the stale write rejected and B's value kept",
     async () => {
-      const example = res.worker(EXAMPLE, { REDIS_URL: url });
+      // Under the test prefix, so a least-privilege run's key patterns cover the record too.
+      const example = res.worker(EXAMPLE, {
+        REDIS_URL: url,
+        EXAMPLE_KEY_PREFIX: uniquePrefix('fenced-writes-example'),
+      });
       const exit = await within(example.exited, EXAMPLE_TIMEOUT_MS, 'the example');
       const output = example.logs.join('\n');
       const context = `stdout:\n${output}\nstderr:\n${example.stderr}`;
