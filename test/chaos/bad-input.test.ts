@@ -12,6 +12,8 @@ import {
   MAX_TIME_MS,
   type Lease,
   type Lock,
+  type LockHandle,
+  type LockOptions,
 } from '../../src/index.js';
 import { startRedis, type RedisInstance } from '../support/redis-server.js';
 import { testResources, type Redis } from '../support/resources.js';
@@ -314,6 +316,9 @@ async function expectRejectsInvalid(call: () => Promise<unknown>): Promise<void>
 
 const params = { numRuns: RUNS };
 
+/** A handle of any kind. */
+type AnyLock = LockHandle<Lease>;
+
 describe('bad input is rejected before any Redis command', () => {
   let server: RedisInstance;
   const res = testResources(() => server.url);
@@ -374,53 +379,87 @@ describe('bad input is rejected before any Redis command', () => {
     );
   });
 
-  it('locks.lock(name, options): bad names and bad options throw at once', () => {
+  // Every kind's factory checks names and options the same way.
+  const factories = [
+    ['lock', (name: string, options?: LockOptions) => locks.lock(name, options)],
+    ['fencedLock', (name: string, options?: LockOptions) => locks.fencedLock(name, options)],
+  ] as const;
+
+  for (const [factory, make] of factories) {
+    it(`locks.${factory}(name, options): bad names and bad options throw at once`, () => {
+      fc.assert(
+        fc.property(
+          badName,
+          fc.option(fc.record(goodLockOptions, { requiredKeys: [] }), { nil: undefined }),
+          (name, options) => {
+            expectThrowsInvalid(() => make(name as string, options));
+          },
+        ),
+        params,
+      );
+      fc.assert(
+        fc.property(goodName, badLockOptions, (name, options) => {
+          expectThrowsInvalid(() => make(name, options as never));
+        }),
+        params,
+      );
+      fc.assert(
+        fc.property(
+          goodName,
+          fc.option(fc.record(goodLockOptions, { requiredKeys: [] }), { nil: undefined }),
+          (name, options) => {
+            expect(make(name, options).name).toBe(name);
+          },
+        ),
+        params,
+      );
+    });
+  }
+
+  it('locks.simpleLock(name): bad names throw at once', () => {
     fc.assert(
-      fc.property(
-        badName,
-        fc.option(fc.record(goodLockOptions, { requiredKeys: [] }), { nil: undefined }),
-        (name, options) => {
-          expectThrowsInvalid(() => locks.lock(name as string, options));
-        },
-      ),
-      params,
-    );
-    fc.assert(
-      fc.property(goodName, badLockOptions, (name, options) => {
-        expectThrowsInvalid(() => locks.lock(name, options as never));
+      fc.property(badName, (name) => {
+        expectThrowsInvalid(() => locks.simpleLock(name as string));
       }),
       params,
     );
     fc.assert(
-      fc.property(
-        goodName,
-        fc.option(fc.record(goodLockOptions, { requiredKeys: [] }), { nil: undefined }),
-        (name, options) => {
-          expect(locks.lock(name, options).name).toBe(name);
-        },
-      ),
+      fc.property(goodName, (name) => {
+        expect(locks.simpleLock(name).name).toBe(name);
+      }),
       params,
     );
+  });
+
+  it('the braces rule holds for every kind', () => {
     // The braces rule is about the whole key: a prefix's brace pairs up with the name's.
     const braced = new LockClient(redis, { keyPrefix: 'tenant{' });
     created.push(braced);
     expectThrowsInvalid(() => braced.lock('x'));
+    expectThrowsInvalid(() => braced.fencedLock('x'));
+    expectThrowsInvalid(() => braced.simpleLock('x'));
     expect(braced.lock('7}:invoice').key).toBe('tenant{7}:invoice');
+    expect(braced.simpleLock('7}:invoice').key).toBe('tenant{7}:invoice');
   });
 
   for (const [method, call] of [
-    ['acquire', (target: Lock, options: unknown) => target.acquire(options as never)],
-    ['tryAcquire', (target: Lock, options: unknown) => target.tryAcquire(options as never)],
+    ['acquire', (target: AnyLock, options: unknown) => target.acquire(options as never)],
+    ['tryAcquire', (target: AnyLock, options: unknown) => target.tryAcquire(options as never)],
     [
       'withLock',
-      (target: Lock, options: unknown) =>
+      (target: AnyLock, options: unknown) =>
         target.withLock(() => expect.unreachable('fn ran'), options as never),
     ],
   ] as const) {
-    it(`lock.${method}(options): bad options reject with InvalidArgumentError`, async () => {
+    it(`<every kind>.${method}(options): bad options reject with InvalidArgumentError`, async () => {
+      const targets: AnyLock[] = [
+        lock,
+        locks.lock('bad-input-strict', { reentrant: false }),
+        locks.fencedLock('bad-input-fenced'),
+        locks.simpleLock('bad-input-simple'),
+      ];
       await fc.assert(
-        fc.asyncProperty(badAcquireOptions, fc.boolean(), async (options, reentrant) => {
-          const target = reentrant ? lock : locks.lock('bad-input-strict', { reentrant: false });
+        fc.asyncProperty(badAcquireOptions, fc.constantFrom(...targets), async (options, target) => {
           await expectRejectsInvalid(() => call(target, options));
         }),
         params,
