@@ -10,6 +10,7 @@ import type { Lease, LeaseFactory, LeaseHost } from './lease.js';
 import type { Notifications, Waiter } from './notifications.js';
 import { Ticket } from './ticket.js';
 import type { AcquireOutcome, AcquireRequest, Target } from './types.js';
+import { abortable, within } from './timing.js';
 import { WaitQueue } from './wait-queue.js';
 
 /** How long a cancelled acquire stays refused: past any late copy of it (rare, so generous). */
@@ -30,36 +31,6 @@ const ABORT_CLEANUP_GRACE_MS = 50;
 type Attempt =
   | { readonly hold: Hold; readonly proof: string | undefined }
   | { readonly hold?: undefined; readonly pttl: number };
-
-/**
- * `work`, unless `signal` aborts first: then rejects with `signal.reason` at once (even if it had
- * aborted already), and `work` goes on unobserved.
- */
-function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    if (signal.aborted) {
-      onAbort();
-      return;
-    }
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
-
-/** Waits for `work` for at most `ms` milliseconds; never rejects. */
-async function within(work: Promise<unknown>, ms: number): Promise<void> {
-  if (ms <= 0) return;
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    work.catch(() => undefined),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-      timer.unref();
-    }),
-  ]);
-  clearTimeout(timer);
-}
 
 /** @internal */
 export interface AcquirerSettings {
@@ -173,7 +144,7 @@ export class Acquirer {
       let outcome = await attempt();
       if (outcome.hold !== undefined) {
         acquired = true;
-        return await this.#toLease(newLease(outcome.hold, this.#leaseHost, outcome.proof), startedAt, signal);
+        return await this.#toLease(this.#newLease(newLease, outcome.hold, outcome.proof), startedAt, signal);
       }
       if (waitMs === 0) return null;
       if (queue) ticket ??= new Ticket(target, field, ttlMs, this.#settings.grantChannel);
@@ -217,7 +188,7 @@ export class Acquirer {
         if (outcome.hold !== undefined) {
           acquired = true;
           return await this.#toLease(
-            newLease(outcome.hold, this.#leaseHost, outcome.proof),
+            this.#newLease(newLease, outcome.hold, outcome.proof),
             startedAt,
             signal,
           );
@@ -246,6 +217,16 @@ export class Acquirer {
               : this.#calls.timeoutMs;
         await within(Promise.all([ticket && this.#queue.withdraw(ticket), abandoned]), budget);
       }
+    }
+  }
+
+  /** The kind's lease for a hold just taken; if the kind cannot make one, the hold is given back. */
+  #newLease<L extends Lease>(newLease: LeaseFactory<L>, hold: Hold, proof: string | undefined): L {
+    try {
+      return newLease(hold, this.#leaseHost, proof);
+    } catch (error) {
+      this.#holds.release(hold).catch(() => undefined);
+      throw error;
     }
   }
 
@@ -288,7 +269,9 @@ export class Acquirer {
       // confirms or re-enters.
       if (ticket?.granted !== undefined) {
         const proof = ticket.proof;
-        if (ticket.takeGrant(performance.now()) && existing === undefined) {
+        // A hand-over without the proof this kind's leases carry is confirmed below instead.
+        if (proof === undefined && target.protocol.needsProof) ticket.granted = undefined;
+        else if (ticket.takeGrant(performance.now()) && existing === undefined) {
           const hold = new Hold(target, field, ttlMs, watchdog, chain);
           hold.count = 1;
           hold.extend(ticket.sentAt);

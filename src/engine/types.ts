@@ -99,6 +99,12 @@ export interface QueueProtocol {
 export interface Protocol {
   /** Set when waiters queue in Redis and a free hands the lock to the first live one. */
   readonly queue: QueueProtocol | undefined;
+  /**
+   * Whether a lease of this kind needs the proof its scripts add (a fencing token): a hand-over
+   * heard without one (from a release by a client of another kind on the same key) is then
+   * confirmed by an acquire, which adds it, instead of being used as it came.
+   */
+  readonly needsProof: boolean;
   /** Set when some holders (foreign clients) announce nothing: waiters re-check this often. */
   readonly poll: PollPolicy | undefined;
   acquire(request: AcquireRequest, retry: boolean): ScriptCall;

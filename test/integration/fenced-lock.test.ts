@@ -178,6 +178,25 @@ describe('FencedLock', () => {
     await fresh.release();
   });
 
+  it('a hand-over from a plain lock on the same key still gives the fenced waiter a token', async () => {
+    const plain = lockClient().lock('ledger:14');
+    const held = await plain.acquire();
+    const fenced = lockClient().fencedLock('ledger:14');
+    const waiting = fenced.acquire({ waitMs: 10_000 });
+    await waitUntil(
+      'the fenced waiter is queued',
+      async () => (await admin.lLen(`latchkey_queue:{${plain.key}}`)) === 1,
+    );
+    // The plain lock's release hands over with a grant that names no token.
+    await held.release();
+    const lease = await waiting;
+    expect(lease.token).toBeGreaterThanOrEqual(1n);
+    expect(lease.token).toBe(await fenced.currentToken());
+    expect(Object.values(await admin.hGetAll(plain.key))).toEqual(['1']);
+    await lease.release();
+    expect(await admin.exists(plain.key)).toBe(0);
+  });
+
   it('never goes back, not even after forceUnlock', async () => {
     const lock = lockClient().fencedLock('ledger:11');
     const before = await lock.acquire();

@@ -90,6 +90,7 @@ export function reentrantProtocol(fenced: boolean): Protocol {
         };
       },
     },
+    needsProof: fenced,
     poll: undefined,
     acquire(request: AcquireRequest, retry: boolean): ScriptCall {
       return {

@@ -44,6 +44,7 @@ function releaseOutcome(reply: unknown): ReleaseOutcome | undefined {
  */
 export const SIMPLE_LOCK_PROTOCOL: Protocol = {
   queue: undefined,
+  needsProof: false,
   poll: POLL,
   acquire(request: AcquireRequest): ScriptCall {
     return {
