@@ -63,7 +63,7 @@
 #define BIT(k) ((k) != 0 -> (1 << (k)) : 0)
 #define HAS(m, k) ((k) != 0 && (((m) >> (k)) & 1))
 
-/* client phases: where the acquire call of src/client.ts stands */
+/* client phases: where the acquire call of src/engine/acquire.ts stands */
 #define IDLE 0   /* no acquire call running (may still have background requests) */
 #define ATT  1   /* #attempt queued on the owner's chain behind earlier work */
 #define INF  2   /* acquire request in flight */
@@ -135,7 +135,7 @@ typedef Cl {
   unsigned tmr : TW;     /* wait timer: ticks until it may fire (pttl of the reply) */
   /* Hold */
   unsigned vu : TW;      /* validUntil - now, 0 once passed */
-  /* background work on the owner's chain (src/hold.ts OperationChains) */
+  /* background work on the owner's chain (src/engine/chains.ts OperationChains) */
   unsigned lm : 8;       /* tokens of tickets that were left (#leftTickets), bitmask */
   unsigned cm : 8;       /* ...of which the ticket was cancelled: never forgotten */
   unsigned wd : 8;       /* withdraw requests queued on the chain, by token */
@@ -402,7 +402,7 @@ inline clearTicket(c) {
    the hand-over set surely left: now < sentAt + L/2 */
 #define TAKESGRANT(c) (cl[c].gtok != 0 && cl[c].gtok == cl[c].tok && cl[c].sage < HALF)
 
-/* #attempt (src/client.ts) */
+/* #attempt (src/engine/acquire.ts) */
 inline attempt(c) {
   if
   :: TAKESGRANT(c) ->
@@ -432,7 +432,7 @@ inline attempt(c) {
   fi
 }
 
-/* The #attempt goes on the owner's chain (src/hold.ts OperationChains): it runs at once when
+/* The #attempt goes on the owner's chain (src/engine/chains.ts OperationChains): it runs at once when
    the chain is idle, else after the work queued so far (ATT). Work queued later waits for it. */
 inline queueAttempt(c) {
   if
