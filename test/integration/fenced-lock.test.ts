@@ -5,20 +5,12 @@
  * same keys.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  FencedLease,
-  Lease,
-  LockClient,
-  LockLostError,
-  LockNotOwnedError,
-  type LockClientOptions,
-} from '../../src/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { FencedLease, Lease, LockLostError, LockNotOwnedError } from '../../src/index.js';
 import { luaScripts } from '../../src/scripts/generated.js';
-import { uniquePrefix } from '../support/keys.js';
 import { commandsFrom } from '../support/monitor.js';
-import { sharedRedis } from '../support/redis-server.js';
-import { testResources, type Redis } from '../support/resources.js';
+import type { Redis } from '../support/resources.js';
+import { sharedSuite } from '../support/shared-suite.js';
 import { settle, sleep, waitUntil } from '../support/wait.js';
 
 /** What Redisson's RFencedLock runs to take a lock and get a token (tryLockInnerAsync). */
@@ -39,31 +31,12 @@ function tokenKeyOf(key: string): string {
 }
 
 describe('FencedLock', () => {
-  let url: string;
-  let redis: Redis;
+  const suite = sharedSuite('fenced');
+  const { res, lockClient } = suite;
   let admin: Redis;
-  const perFile = testResources(() => url);
-  const res = testResources(() => url);
-
-  /** Clients of one test share its key prefix, so they contend for the same locks. */
-  let prefix = '';
-  function lockClient(options: LockClientOptions = {}): LockClient {
-    return res.track(new LockClient(redis, { keyPrefix: prefix, ...options }));
-  }
-
-  beforeAll(async () => {
-    ({ url } = await sharedRedis());
-    redis = await perFile.connect();
-    admin = await perFile.connect();
+  beforeAll(() => {
+    admin = suite.admin;
   });
-
-  beforeEach(() => {
-    prefix = uniquePrefix('fenced');
-  });
-
-  afterEach(() => res.closeAll());
-
-  afterAll(() => perFile.closeAll());
 
   it('gives every acquisition a larger token, re-entries included, and keeps the counter without a TTL', async () => {
     const locks = lockClient();

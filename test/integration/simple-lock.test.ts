@@ -5,22 +5,19 @@
  * latchkey's own unlock message, the holder's PTTL, and capped re-checks for holders that
  * announce nothing.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   InvalidArgumentError,
-  LockClient,
   LockLostError,
   LockNotOwnedError,
   LockReentryError,
   LockTimeoutError,
-  type LockClientOptions,
   type LockLostEvent,
 } from '../../src/index.js';
 import { luaScripts } from '../../src/scripts/generated.js';
-import { uniquePrefix } from '../support/keys.js';
 import { commandsFrom } from '../support/monitor.js';
-import { sharedRedis } from '../support/redis-server.js';
-import { testResources, type Redis } from '../support/resources.js';
+import type { Redis } from '../support/resources.js';
+import { sharedSuite } from '../support/shared-suite.js';
 import { settle, sleep, waitUntil } from '../support/wait.js';
 
 /** latchkey's unlock channel for a simple lock, spelt out here rather than taken from src/keys.ts. */
@@ -32,31 +29,13 @@ function channelOf(key: string): string {
 const POLL_CAP_MS = 250;
 
 describe('SimpleLock', () => {
-  let url: string;
-  let redis: Redis;
+  const suite = sharedSuite('simple');
+  const { res, lockClient } = suite;
   /** Plays a foreign client of the same layout: raw SET NX PX and DEL, publishing nothing. */
   let foreign: Redis;
-  const perFile = testResources(() => url);
-  const res = testResources(() => url);
-  let prefix = '';
-
-  function lockClient(options: LockClientOptions = {}): LockClient {
-    return res.track(new LockClient(redis, { keyPrefix: prefix, ...options }));
-  }
-
-  beforeAll(async () => {
-    ({ url } = await sharedRedis());
-    redis = await perFile.connect();
-    foreign = await perFile.connect();
+  beforeAll(() => {
+    foreign = suite.admin;
   });
-
-  beforeEach(() => {
-    prefix = uniquePrefix('simple');
-  });
-
-  afterEach(() => res.closeAll());
-
-  afterAll(() => perFile.closeAll());
 
   it('holds a string key with a random token and a lease, and deletes it on release with a message', async () => {
     const lock = lockClient({ watchdogTimeoutMs: 5_000 }).simpleLock('reports:nightly');
