@@ -303,7 +303,7 @@ export class Acquirer {
           (attempt) => (Number.isFinite(deadline) ? performance.now() < deadline : attempt < 6),
           deadline + this.#calls.timeoutMs,
           // A repeated call may find the entry its first copy queued.
-          protocol.acquire(request, true),
+          () => protocol.acquire(request, true),
         );
       } catch (error) {
         if (isTransient(error)) {

@@ -45,14 +45,14 @@ export class Calls {
 
   /**
    * Runs a script whose every call is safe to repeat, retrying transient failures with backoff
-   * while `keepTrying()` says so, and never past `until` (monotonic ms). `retry` is the call to
-   * repeat, when a repeated call must say that it is one.
+   * while `keepTrying()` says so, and never past `until` (monotonic ms). `repeat` makes the call
+   * to send again, when a repeated call must say that it is one (made only if needed).
    */
   async idempotent(
     call: ScriptCall,
     keepTrying: (attempt: number) => boolean,
     until = Number.POSITIVE_INFINITY,
-    retry: ScriptCall = call,
+    repeat?: () => ScriptCall,
   ): Promise<unknown> {
     const timeoutMs = this.timeoutMs;
     // No try, and no wait between tries, outlasts `until`.
@@ -66,6 +66,7 @@ export class Calls {
     } catch (error) {
       if (!retryable(error, 1)) throw error;
     }
+    const retry = repeat?.() ?? call;
     return pRetry(() => this.#runner.run(retry.script, retry.keys, retry.args, tryTimeout()), {
       retries: 1_000,
       minTimeout: 20,

@@ -75,17 +75,21 @@ export function reentrantProtocol(fenced: boolean): Protocol {
         abandon: luaScripts['lock/abandon'],
         forceRelease: luaScripts['lock/force-release'],
       };
-  /** Keys after the lock's own (and the request key): its queue, and the token counter if fenced. */
-  const companions = fenced
-    ? (key: string): string[] => [waitQueueKey(key), fencingTokenKey(key)]
-    : (key: string): string[] => [waitQueueKey(key)];
+  /** The lock's keys: its own, a request key if any, its queue, and the token counter if fenced. */
+  const keysOf = fenced
+    ? (key: string, request?: string): string[] =>
+        request === undefined
+          ? [key, waitQueueKey(key), fencingTokenKey(key)]
+          : [key, request, waitQueueKey(key), fencingTokenKey(key)]
+    : (key: string, request?: string): string[] =>
+        request === undefined ? [key, waitQueueKey(key)] : [key, request, waitQueueKey(key)];
 
   return {
     queue: {
       withdraw(target: Target, field: string, entry: string, handed: boolean): ScriptCall {
         return {
           script: scripts.withdraw,
-          keys: [target.key, ...companions(target.key)],
+          keys: keysOf(target.key),
           args: [target.channel, field, entry, handed ? '1' : ''],
         };
       },
@@ -95,7 +99,7 @@ export function reentrantProtocol(fenced: boolean): Protocol {
     acquire(request: AcquireRequest, retry: boolean): ScriptCall {
       return {
         script: scripts.acquire,
-        keys: [request.target.key, request.requestKey, ...companions(request.target.key)],
+        keys: keysOf(request.target.key, request.requestKey),
         args: [
           String(request.leaseMs),
           request.field,
@@ -112,7 +116,7 @@ export function reentrantProtocol(fenced: boolean): Protocol {
       const { target } = request;
       return {
         script: scripts.cancelAcquire,
-        keys: [target.key, request.requestKey, ...companions(target.key)],
+        keys: keysOf(target.key, request.requestKey),
         args: [
           target.channel,
           request.field,
@@ -126,7 +130,7 @@ export function reentrantProtocol(fenced: boolean): Protocol {
     release(hold: HeldLock, expected: number): ScriptCall {
       return {
         script: scripts.release,
-        keys: [hold.key, ...companions(hold.key)],
+        keys: keysOf(hold.key),
         args: [hold.channel, String(hold.ttlMs), hold.field, String(expected)],
       };
     },
@@ -142,14 +146,14 @@ export function reentrantProtocol(fenced: boolean): Protocol {
     abandon(hold: HeldLock): ScriptCall {
       return {
         script: scripts.abandon,
-        keys: [hold.key, ...companions(hold.key)],
+        keys: keysOf(hold.key),
         args: [hold.channel, hold.field],
       };
     },
     forceRelease(target: Target): ScriptCall {
       return {
         script: scripts.forceRelease,
-        keys: [target.key, ...companions(target.key)],
+        keys: keysOf(target.key),
         args: [target.channel],
       };
     },
