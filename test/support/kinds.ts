@@ -57,6 +57,11 @@ export interface Kind {
   handle(locks: LockClient, name: string): KindHandle;
   /** The channel on which latchkey announces that the lock with key `key` is free. */
   channel(key: string): string;
+  /**
+   * The keys besides the lock's own that the kind keeps without expiry on purpose: the fenced
+   * lock's token counter, `redisson_lock_token:{<key>}`, which must never go back.
+   */
+  lastingKeys(key: string): readonly string[];
   /** The lock's state in Redis, read in one MULTI. */
   inspect(redis: Redis, key: string): Promise<LockSnapshot>;
   /** The fencing token of a lease of this kind; undefined for a kind without tokens. */
@@ -98,6 +103,10 @@ function noToken(): undefined {
   return undefined;
 }
 
+function none(): readonly string[] {
+  return [];
+}
+
 export const LOCK: Kind = {
   name: 'lock',
   keyType: 'hash',
@@ -108,6 +117,7 @@ export const LOCK: Kind = {
   renewScript: 'lock/renew',
   handle: (locks, name) => locks.lock(name),
   channel: redissonChannel,
+  lastingKeys: none,
   inspect: inspectHash,
   tokenOf: noToken,
 };
@@ -123,6 +133,7 @@ export const FENCED_LOCK: Kind = {
   renewScript: 'lock/renew',
   handle: (locks, name) => locks.fencedLock(name),
   channel: redissonChannel,
+  lastingKeys: (key) => [`redisson_lock_token:{${key}}`],
   inspect: inspectHash,
   tokenOf: (lease) => {
     if (!(lease instanceof FencedLease)) throw new Error(`a lease of "${lease.name}" without a token`);
@@ -142,6 +153,7 @@ export const SIMPLE_LOCK: Kind = {
   renewScript: 'simple-lock/renew',
   handle: (locks, name) => locks.simpleLock(name),
   channel: (key) => `latchkey_unlock:{${key}}`,
+  lastingKeys: none,
   inspect: inspectString,
   tokenOf: noToken,
 };
