@@ -329,6 +329,13 @@ describe.each(KINDS)('faults of the lock holder process: $name', (kind) => {
       const releasedFrom = now();
       holder.send({ type: 'release' });
       expect(await holder.next(ofType('release-result'))).toMatchObject({ ok: true });
+      if (kind.handsOver) {
+        // The release itself gave the lock to the queued waiter, so it was never free. The
+        // simple lock has no queue: its release frees the lock and announces it.
+        const handed = await lockState(key);
+        expect(handed.owners).toBe(1);
+        expect(handed.digest).not.toBe(frozenState.digest);
+      }
       const taken = await waiter.next(ofType('acquired'), 5_000);
       expect(stamp(taken, 'at')).toBeGreaterThan(releasedFrom);
       expectLaterToken(kind, held, taken);
