@@ -3,13 +3,14 @@
  * behaviour every kind shares is written once and run per kind with `describe.each(KINDS)`.
  *
  * A fixture says how to get a handle, which renewal script the watchdog calls (for fixtures
- * that watch it), where the kind announces a free lock, what the kind can do (re-entry, fencing
- * tokens, hand-over to queued waiters, polling), and how to look at the lock in Redis without
- * showing an owner's secret (a hash field or a token): its type, PTTL, how many owners it
- * records, their hold counts, and a digest that changes when anything in it changes.
+ * that watch it), where the kind announces a free lock, which keys it keeps without expiry,
+ * what the kind can do (re-entry, fencing tokens, hand-over to queued waiters), and how to look
+ * at the lock in Redis without showing an owner's secret (a hash field or a token): its type,
+ * PTTL, how many owners it records, their hold counts, and a digest that changes when anything
+ * in it changes.
  *
- * Channel names are spelt out here rather than taken from src/keys.ts, so a renamed channel
- * fails the tests. Keys with a hash tag are not used by the tests that use this file.
+ * Channel and key names are spelt out here rather than taken from src/keys.ts, so a renamed
+ * one fails the tests. They assume a lock key without a hash tag, as the tests' keys are.
  */
 import { createHash } from 'node:crypto';
 import { FencedLease, type Lease, type LockClient, type LockHandle } from '../../src/index.js';
@@ -45,12 +46,6 @@ export interface Kind {
   readonly fenced: boolean;
   /** Waiters queue in Redis and a release hands the lock to the first live one. */
   readonly handsOver: boolean;
-  /**
-   * The longest a waiter goes without re-checking a lock on its own, since some holders of
-   * the kind announce nothing; undefined when a waiter relies on messages and the holder's
-   * PTTL alone.
-   */
-  readonly pollCapMs: number | undefined;
   /** The luaScripts entry the watchdog calls to renew holds of this kind. */
   readonly renewScript: keyof typeof luaScripts;
   /** A handle on the lock `name`. */
@@ -113,7 +108,6 @@ export const LOCK: Kind = {
   reentrant: true,
   fenced: false,
   handsOver: true,
-  pollCapMs: undefined,
   renewScript: 'lock/renew',
   handle: (locks, name) => locks.lock(name),
   channel: redissonChannel,
@@ -128,7 +122,6 @@ export const FENCED_LOCK: Kind = {
   reentrant: true,
   fenced: true,
   handsOver: true,
-  pollCapMs: undefined,
   // The fenced lock keeps the reentrant lock's hash, so the same script renews it.
   renewScript: 'lock/renew',
   handle: (locks, name) => locks.fencedLock(name),
@@ -147,9 +140,6 @@ export const SIMPLE_LOCK: Kind = {
   reentrant: false,
   fenced: false,
   handsOver: false,
-  // Holders on redis-py or node-redlock publish nothing: latchkey's waiters re-check at least
-  // this often.
-  pollCapMs: 250,
   renewScript: 'simple-lock/renew',
   handle: (locks, name) => locks.simpleLock(name),
   channel: (key) => `latchkey_unlock:{${key}}`,
