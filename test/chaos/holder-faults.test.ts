@@ -1,6 +1,6 @@
 /**
  * Faults of the lock holder's process, each against a redis-server of its own, with the holder
- * and a waiter as real Node processes:
+ * and a waiter as real Node processes, for every kind of lock (test/support/kinds.ts):
  *   - frozen (SIGSTOP) for three leases: a waiter takes over as soon as the lease runs out; the
  *     thawed holder learns of the loss from its own clock, before any renewal reply, and its
  *     release leaves the new holder's lock alone;
@@ -8,22 +8,27 @@
  *   - its event loop blocked for two leases: as when frozen;
  *   - killed (SIGKILL): a waiter takes over within a lease and a second, and the dead process
  *     leaves no connection and no unlock-channel subscription behind.
+ * For the fenced lock, each later holder's token is also larger than the one before.
  * Times are monotonic nanosecond stamps, comparable across the processes of the machine.
  */
-import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WorkerMessage, Worker } from '../support/child.js';
+import { KINDS, type Kind, type LockSnapshot } from '../support/kinds.js';
 import { uniquePrefix } from '../support/keys.js';
 import { msBetween, now, ofType, stamp } from '../support/stamps.js';
 import { startRedis, type RedisInstance } from '../support/redis-server.js';
-import { channelOf, testResources, type Redis } from '../support/resources.js';
+import { testResources, type Redis } from '../support/resources.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { scaled } from './scale.js';
 
 const PROCESS = new URL('./fixtures/holder-process.ts', import.meta.url).pathname;
 const LEASE_MS = scaled(1_000, 1_500);
 const RENEW_MS = LEASE_MS / 3;
-/** How late after the server-side expiry a parked waiter may take over. */
+/**
+ * How late after the server-side expiry a parked waiter may take over. The same for every kind:
+ * a waiter of each kind wakes by itself when the PTTL it last read runs out, and a simple-lock
+ * waiter, which re-reads the PTTL at least every 250 ms, only learns the expiry more exactly.
+ */
 const TAKEOVER_SLACK_MS = 200;
 /** Redis expires keys by its own (wall) clock; allow for its millisecond rounding. */
 const EXPIRY_CLOCK_SLACK_MS = 2;
@@ -76,21 +81,12 @@ function expiryAfterLastSend(holder: Worker, faultFrom: bigint): bigint {
   return (sends.at(-1) ?? 0n) + BigInt(LEASE_MS) * MS;
 }
 
-/** The lock hash summed up without its owner fields (secret), plus its PTTL. */
-interface LockState {
-  readonly fields: number;
-  readonly digest: string;
-  readonly pttl: number;
-}
-
-async function lockState(redis: Redis, key: string): Promise<LockState> {
-  const hash = await redis.hGetAll(key);
-  const entries = Object.entries(hash).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return {
-    fields: entries.length,
-    digest: createHash('sha256').update(JSON.stringify(entries)).digest('hex'),
-    pttl: await redis.pTTL(key),
-  };
+/** For the fenced lock: the later holder's token is larger than the earlier holder's. */
+function expectLaterToken(kind: Kind, earlier: WorkerMessage, later: WorkerMessage): void {
+  if (!kind.fenced) return;
+  expect(typeof earlier['token']).toBe('string');
+  expect(typeof later['token']).toBe('string');
+  expect(BigInt(String(later['token']))).toBeGreaterThan(BigInt(String(earlier['token'])));
 }
 
 interface ClientInfo {
@@ -117,7 +113,7 @@ async function clientList(redis: Redis): Promise<ClientInfo[]> {
     });
 }
 
-describe('faults of the lock holder process', () => {
+describe.each(KINDS)('faults of the lock holder process: $name', (kind) => {
   let server: RedisInstance;
   let observer: Redis;
   const res = testResources(() => server.url);
@@ -136,6 +132,7 @@ describe('faults of the lock holder process', () => {
     return res.worker(PROCESS, {
       REDIS_URL: server.url,
       KEY_PREFIX: keyPrefix,
+      KIND: kind.name,
       LOCK_NAME,
       WATCHDOG_MS: String(LEASE_MS),
       // Long enough that a subscription outlives every check of a test.
@@ -144,11 +141,17 @@ describe('faults of the lock holder process', () => {
     });
   }
 
+  /** The lock without its owners (secret), as the observer reads it. */
+  function lockState(key: string): Promise<LockSnapshot> {
+    return kind.inspect(observer, key);
+  }
+
   /** A holder with the lock, and a waiter in another process parked on its unlock channel. */
   async function holderAndWaiter(label: string): Promise<{
     holder: Worker;
     waiter: Worker;
     key: string;
+    held: WorkerMessage;
     acquireSentBefore: bigint;
   }> {
     const keyPrefix = uniquePrefix(label);
@@ -167,14 +170,14 @@ describe('faults of the lock holder process', () => {
     await waiter.next(ofType('waiting'));
     await waitUntil(
       'the waiter subscribed to the unlock channel',
-      async () => (await res.numsub(channelOf(key))) >= 1,
+      async () => (await res.numsub(kind.channel(key))) >= 1,
       10_000,
     );
     // The lease at fault time is a renewed one, and the fault lands anywhere in the renewal
     // cycle.
     await holder.next(ofType('renew-reply'), 2 * LEASE_MS);
     await sleep(Math.random() * RENEW_MS);
-    return { holder, waiter, key, acquireSentBefore };
+    return { holder, waiter, key, held, acquireSentBefore };
   }
 
   /**
@@ -216,15 +219,16 @@ describe('faults of the lock holder process', () => {
   }
 
   /** The lost holder's release is refused and leaves the new holder's lock as it was. */
-  async function expectReleaseRefused(holder: Worker, key: string, atTakeover: LockState): Promise<void> {
-    const before = await lockState(observer, key);
+  async function expectReleaseRefused(holder: Worker, key: string, atTakeover: LockSnapshot): Promise<void> {
+    const before = await lockState(key);
     holder.send({ type: 'release' });
     const result = await holder.next(ofType('release-result'), 5_000);
     expect(result['ok']).toBe(false);
     expect(result['error']).toBe('LockNotOwnedError');
     expect(result['code']).toBe('NOT_OWNER');
-    const after = await lockState(observer, key);
-    expect(after.fields).toBe(1);
+    const after = await lockState(key);
+    expect(after.type).toBe(kind.keyType);
+    expect(after.owners).toBe(1);
     expect(after.digest).toBe(before.digest);
     expect(after.digest).toBe(atTakeover.digest);
     expect(after.pttl).toBeGreaterThan(0);
@@ -235,13 +239,13 @@ describe('faults of the lock holder process', () => {
     const sentSoFar = all(holder, 'renew-sent').length;
     await sleep(RENEW_MS + 50);
     expect(all(holder, 'renew-sent')).toHaveLength(sentSoFar);
-    expect((await lockState(observer, key)).digest).toBe(atTakeover.digest);
+    expect((await lockState(key)).digest).toBe(atTakeover.digest);
   }
 
   it(
     'frozen (SIGSTOP) for three leases: a waiter takes over, the thawed holder aborts by its own clock',
     async ({ annotate }) => {
-      const { holder, waiter, key, acquireSentBefore } = await holderAndWaiter('stop-long');
+      const { holder, waiter, key, held, acquireSentBefore } = await holderAndWaiter('stop-long');
 
       const pauseFrom = now();
       holder.kill('SIGSTOP');
@@ -249,8 +253,9 @@ describe('faults of the lock holder process', () => {
       const pausedBy = now();
       const taken = await waiter.next(ofType('acquired'), LEASE_MS + 5_000);
       const takenAt = stamp(taken, 'at');
-      const atTakeover = await lockState(observer, key);
-      expect(atTakeover.fields).toBe(1);
+      const atTakeover = await lockState(key);
+      expect(atTakeover.owners).toBe(1);
+      expectLaterToken(kind, held, taken);
 
       const takeoverMs = msBetween(pauseFrom, takenAt);
       expect(takeoverMs).toBeLessThanOrEqual(LEASE_MS + TAKEOVER_SLACK_MS);
@@ -280,14 +285,14 @@ describe('faults of the lock holder process', () => {
   it(
     'frozen for half a lease: keeps the lock, and nobody else gets it meanwhile',
     async ({ annotate }) => {
-      const { holder, waiter, key } = await holderAndWaiter('stop-short');
+      const { holder, waiter, key, held } = await holderAndWaiter('stop-short');
 
       const pauseFrom = now();
       holder.kill('SIGSTOP');
       await sleep(LEASE_MS / 2);
       // Redis still holds it for the frozen holder.
-      const frozenState = await lockState(observer, key);
-      expect(frozenState.fields).toBe(1);
+      const frozenState = await lockState(key);
+      expect(frozenState.owners).toBe(1);
       expect(frozenState.pttl).toBeGreaterThan(0);
       const resumedAt = now();
       holder.kill('SIGCONT');
@@ -308,7 +313,7 @@ describe('faults of the lock holder process', () => {
       expect(all(holder, 'lockLost')).toHaveLength(0);
       expect(all(holder, 'renewFailed')).toHaveLength(0);
       expect(all(waiter, 'acquired')).toHaveLength(0);
-      const state = await lockState(observer, key);
+      const state = await lockState(key);
       expect(state.digest).toBe(frozenState.digest);
       expect(state.pttl).toBeGreaterThan(0);
       const gapMs = msBetween(
@@ -324,8 +329,16 @@ describe('faults of the lock holder process', () => {
       const releasedFrom = now();
       holder.send({ type: 'release' });
       expect(await holder.next(ofType('release-result'))).toMatchObject({ ok: true });
+      if (kind.handsOver) {
+        // The release itself gave the lock to the queued waiter, so it was never free. The
+        // simple lock has no queue: its release frees the lock and announces it.
+        const handed = await lockState(key);
+        expect(handed.owners).toBe(1);
+        expect(handed.digest).not.toBe(frozenState.digest);
+      }
       const taken = await waiter.next(ofType('acquired'), 5_000);
       expect(stamp(taken, 'at')).toBeGreaterThan(releasedFrom);
+      expectLaterToken(kind, held, taken);
       expect(all(holder, 'abort')).toHaveLength(0);
       await annotate(
         `lease ${LEASE_MS} ms: renewal confirmed ${renewedAfterMs.toFixed(1)} ms after SIGCONT; ` +
@@ -338,15 +351,16 @@ describe('faults of the lock holder process', () => {
   it(
     'event loop blocked for two leases: a waiter takes over, the holder aborts by its own clock',
     async ({ annotate }) => {
-      const { holder, waiter, key, acquireSentBefore } = await holderAndWaiter('busy-loop');
+      const { holder, waiter, key, held, acquireSentBefore } = await holderAndWaiter('busy-loop');
 
       holder.send({ type: 'block', ms: 2 * LEASE_MS });
       const blockedFrom = stamp(await holder.next(ofType('blocking')));
       const taken = await waiter.next(ofType('acquired'), LEASE_MS + 5_000);
       const takenAt = stamp(taken, 'at');
-      const atTakeover = await lockState(observer, key);
+      const atTakeover = await lockState(key);
       const stateReadAt = now();
-      expect(atTakeover.fields).toBe(1);
+      expect(atTakeover.owners).toBe(1);
+      expectLaterToken(kind, held, taken);
 
       const takeoverMs = msBetween(blockedFrom, takenAt);
       expect(takeoverMs).toBeLessThanOrEqual(LEASE_MS + TAKEOVER_SLACK_MS);
@@ -384,12 +398,10 @@ describe('faults of the lock holder process', () => {
 
       // The holder first waits for the lock, so it has subscribed to the unlock channel, and
       // keeps that subscription (it lingers) while it holds the lock.
-      const first = await (
-        await res.lockClient({ keyPrefix, watchdogTimeoutMs: LEASE_MS })
-      )
-        .lock(LOCK_NAME)
+      const first = await kind
+        .handle(await res.lockClient({ keyPrefix, watchdogTimeoutMs: LEASE_MS }), LOCK_NAME)
         .acquire();
-      const channel = channelOf(first.key);
+      const channel = kind.channel(first.key);
       holder.send({ type: 'acquire' });
       await waitUntil('the holder subscribed', async () => (await res.numsub(channel)) === 1, 10_000);
       await first.release();
@@ -413,6 +425,7 @@ describe('faults of the lock holder process', () => {
       const takenAt = stamp(taken, 'at');
       const takeoverMs = msBetween(killedFrom, takenAt);
       expect(taken['key']).toBe(key);
+      expectLaterToken(kind, held, taken);
       expect(takeoverMs).toBeLessThanOrEqual(LEASE_MS + 1_000);
       // A renewal was confirmed before the kill, so that sets the floor, not the acquire.
       const expiry = earliestExpiry(holder, 0n);

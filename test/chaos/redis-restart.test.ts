@@ -1,13 +1,16 @@
 /**
  * Redis restarted without persistence while clients keep taking and releasing locks: the
- * server comes back empty on the same port.
+ * server comes back empty on the same port. For every kind of lock (test/support/kinds.ts).
  * - Locks held before the restart are reported lost (lockLost) within about a lease.
  * - Every call made around the restart ends with a result or a LockError, and new
  *   acquisitions succeed again afterwards.
  * - Subscriptions come back: the unlock channel a client waited on before the restart is
  *   subscribed on the new server, and waiters (one waiting across the restart, one that
  *   starts after it) are woken by the unlock message of a release, not by the PTTL of a
- *   30 s lease.
+ *   30 s lease. The simple lock's waiters also re-check every 250 ms or less, which alone
+ *   meets the 1 s bound: for that kind the wake-ups show only that nothing fails.
+ * Fencing tokens are not compared across the restart: the token counter has no persistence
+ * either, so the fenced lock's tokens start again from 1 on the new server.
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -17,8 +20,9 @@ import {
   type LockClient,
   type LockLostEvent,
 } from '../../src/index.js';
+import { KINDS } from '../support/kinds.js';
 import { uniquePrefix } from '../support/keys.js';
-import { channelOf, type Redis } from '../support/resources.js';
+import type { Redis } from '../support/resources.js';
 import { settle, sleep, waitUntil, within } from '../support/wait.js';
 import { ownServer } from './own-server.js';
 import { scaled } from './scale.js';
@@ -53,7 +57,7 @@ function randomInt(below: number): number {
   return Math.floor(Math.random() * below);
 }
 
-describe('Redis restarted without persistence under load', () => {
+describe.each(KINDS)('Redis restarted without persistence under load: $name', (kind) => {
   const env = ownServer();
   const { res } = env;
 
@@ -80,14 +84,14 @@ describe('Redis restarted without persistence under load', () => {
     const holders = await res.lockClient(options);
     const lost = recordLockLost(holders);
     const held: Lease[] = [];
-    for (let i = 0; i < 4; i += 1) held.push(await holders.lock(`held:${i}`).acquire());
+    for (let i = 0; i < 4; i += 1) held.push(await kind.handle(holders, `held:${i}`).acquire());
 
     // A lock held on a 30 s lease, and a client with two waiters queued on it.
     const longHolder = await res.lockClient({ keyPrefix: prefix, commandTimeoutMs: COMMAND_TIMEOUT_MS });
     const waiters = await res.lockClient({ keyPrefix: prefix, commandTimeoutMs: COMMAND_TIMEOUT_MS });
-    const parked = await longHolder.lock('parked').acquire({ leaseMs: LONG_LEASE_MS });
-    const channel = channelOf(parked.key);
-    const first = settle(waiters.lock('parked').acquire());
+    const parked = await kind.handle(longHolder, 'parked').acquire({ leaseMs: LONG_LEASE_MS });
+    const channel = kind.channel(parked.key);
+    const first = settle(kind.handle(waiters, 'parked').acquire());
     await waitUntil('the first waiter subscribed', async () => (await res.numsub(channel)) >= 1, 10_000);
     // The first waiter must be ahead of the second in the client's queue.
     await sleep(100);
@@ -95,7 +99,7 @@ describe('Redis restarted without persistence under load', () => {
     void first.then(() => {
       firstGotIt = true;
     });
-    const second = settle(waiters.lock('parked').acquire());
+    const second = settle(kind.handle(waiters, 'parked').acquire());
     await sleep(100);
     expect(firstGotIt).toBe(false);
 
@@ -116,7 +120,7 @@ describe('Redis restarted without persistence under load', () => {
     const loop = async (locks: LockClient): Promise<void> => {
       while (!stop) {
         const startedAt = performance.now();
-        const lock = locks.lock(`load:${randomInt(loadKeys)}`);
+        const lock = kind.handle(locks, `load:${randomInt(loadKeys)}`);
         let lease: Lease;
         try {
           lease = await within(lock.acquire({ waitMs: 1_500 }), CALL_BOUND_MS, 'a load acquire');
@@ -193,9 +197,9 @@ describe('Redis restarted without persistence under load', () => {
     await secondOutcome.value?.release();
 
     // A waiter that starts after the restart, on a lock held on the new server for 30 s.
-    const fresh = await longHolder.lock('fresh').acquire({ leaseMs: LONG_LEASE_MS });
-    const freshChannel = channelOf(fresh.key);
-    const third = settle(waiters.lock('fresh').acquire());
+    const fresh = await kind.handle(longHolder, 'fresh').acquire({ leaseMs: LONG_LEASE_MS });
+    const freshChannel = kind.channel(fresh.key);
+    const third = settle(kind.handle(waiters, 'fresh').acquire());
     await waitUntil(
       'the waiter after the restart subscribed',
       async () => {
@@ -216,11 +220,12 @@ describe('Redis restarted without persistence under load', () => {
     // New acquisitions work for the clients whose locks were lost.
     for (let i = 0; i < held.length; i += 1) {
       const again = await within(
-        holders.lock(`held:${i}`).acquire({ waitMs: 5_000 }),
+        kind.handle(holders, `held:${i}`).acquire({ waitMs: 5_000 }),
         10_000,
         'a new acquire',
       );
-      expect(await admin.hVals(again.key)).toEqual(['1']);
+      if (kind.keyType === 'hash') expect(await admin.hVals(again.key)).toEqual(['1']);
+      else expect(await kind.inspect(admin, again.key)).toMatchObject({ type: kind.keyType, owners: 1 });
       await again.release();
     }
 
@@ -236,7 +241,7 @@ describe('Redis restarted without persistence under load', () => {
 
     const errorSummary = [...stats.errors].map(([code, count]) => `${code}=${count}`).join(' ') || 'none';
     console.info(
-      `[redis-restart] restart took ${Math.round(restartedAt - restartFrom)} ms; ` +
+      `[redis-restart ${kind.name}] restart took ${Math.round(restartedAt - restartFrom)} ms; ` +
         `lockLost ${lost.map((event) => Math.round(event.at - restartedAt)).join('/')} ms after restart ` +
         `(${lost.map((event) => event.value.error.reason).join('/')}); ` +
         `waiter across restart got the freed lock ${Math.round(firstWokeAfterMs)} ms after restart; ` +

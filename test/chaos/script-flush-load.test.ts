@@ -2,10 +2,15 @@
  * SCRIPT FLUSH every 100 ms while several clients and owners take, re-enter and release a few
  * contended locks: not one operation fails. Each flush empties the server's script cache, so
  * the calls after it go through the EVALSHA -> NOSCRIPT -> EVAL fallback, renewals included.
+ * Run for every kind of lock: a kind that cannot be re-entered (the simple lock) makes its
+ * second call inside the lock a one-shot try from another client instead, which must find the
+ * lock taken. The fenced lock also checks that every acquisition's token is larger than the
+ * one before it on the same lock.
  * The single-flush cases are in test/integration/script-flush.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import type { LockClient, LockLostEvent } from '../../src/index.js';
+import type { Lease, LockClient, LockLostEvent } from '../../src/index.js';
+import { KINDS } from '../support/kinds.js';
 import { uniquePrefix } from '../support/keys.js';
 import { sleep, within } from '../support/wait.js';
 import { ownServer } from './own-server.js';
@@ -30,11 +35,12 @@ function randomInt(below: number): number {
   return Math.floor(Math.random() * below);
 }
 
-describe('SCRIPT FLUSH every 100 ms under load', () => {
+describe.each(KINDS)('SCRIPT FLUSH every 100 ms under load: $name', (kind) => {
   const env = ownServer();
   const { res } = env;
+  const second = kind.reentrant ? 're-enter' : 'try from another client';
 
-  it(`acquire/re-enter/release: 0 of ${OPERATIONS} operations fail`, async () => {
+  it(`acquire/${second}/release: 0 of ${OPERATIONS} operations fail`, async () => {
     const prefix = uniquePrefix('flush-load');
     const clients: LockClient[] = [];
     const lost: LockLostEvent[] = [];
@@ -48,7 +54,7 @@ describe('SCRIPT FLUSH every 100 ms under load', () => {
     await env.admin.sendCommand(['CONFIG', 'RESETSTAT']);
 
     // Held through the whole run: its watchdog renewals meet flushed caches too.
-    const longHeld = await longClient.lock('long:held').acquire();
+    const longHeld = await kind.handle(longClient, 'long:held').acquire();
 
     let flushing = true;
     let flushes = 0;
@@ -59,6 +65,15 @@ describe('SCRIPT FLUSH every 100 ms under load', () => {
     const violations: string[] = [];
     /** Owners inside each lock right now, across every client: never more than one. */
     const inside = new Map<string, number>();
+    /** Fenced lock: the token of the latest acquisition of each lock. */
+    const lastToken = new Map<string, bigint>();
+    const checkToken = (key: string, lease: Lease, what: string): void => {
+      const token = kind.tokenOf(lease);
+      if (token === undefined) return;
+      const last = lastToken.get(key);
+      if (last !== undefined && token <= last) violations.push(`${what} got token ${token} after ${last}`);
+      lastToken.set(key, token);
+    };
 
     /** `calls`: how many lock operations `call` stands for (withLock is an acquire and a release). */
     const op = async <T>(what: string, call: Promise<T>, calls = 1): Promise<T | undefined> => {
@@ -72,13 +87,13 @@ describe('SCRIPT FLUSH every 100 ms under load', () => {
       }
     };
 
-    const owner = async (locks: LockClient): Promise<void> => {
+    const owner = async (locks: LockClient, other: LockClient): Promise<void> => {
       while ((operations < OPERATIONS || flushes < MIN_FLUSHES) && failures.length === 0) {
         const name = `shared:${randomInt(KEYS)}`;
-        const lock = locks.lock(name);
+        const lock = kind.handle(locks, name);
         const key = `${prefix}${name}`;
         if ((inside.get(key) ?? 0) > 0) contended += 1;
-        // withLock gives the cycle one owner, so the nested acquire re-enters.
+        // withLock gives the cycle one owner, so the nested acquire of a reentrant kind re-enters.
         await op(
           'withLock (acquire + release)',
           lock.withLock(
@@ -88,9 +103,30 @@ describe('SCRIPT FLUSH every 100 ms under load', () => {
               inside.set(key, before + 1);
               try {
                 if (outer.holdCount !== 1) violations.push(`outer hold count ${outer.holdCount}`);
+                checkToken(key, outer, 'an acquisition');
+                if (!kind.reentrant) {
+                  // Another client's one-shot try, while this owner holds the lock: refused.
+                  const contender = await op(
+                    'a try from another client',
+                    kind.handle(other, name).tryAcquire(),
+                  );
+                  if (contender !== undefined && contender !== null) {
+                    violations.push(`${name} taken by another client while held`);
+                    await contender.release();
+                  }
+                  if (cycles % 10 === 0) {
+                    const state = await kind.inspect(env.admin, key);
+                    if (state.type !== kind.keyType || state.owners !== 1) {
+                      violations.push(`${name} is ${state.type} with ${state.owners} owner(s) while held`);
+                    }
+                  }
+                  await sleep(randomInt(3));
+                  return;
+                }
                 const inner = await op('re-entering acquire', lock.acquire({ waitMs: 0 }));
                 if (inner === undefined) return;
                 if (inner.holdCount !== 2) violations.push(`re-entered hold count ${inner.holdCount}`);
+                checkToken(key, inner, 'a re-entry');
                 // Now and then, what Redis holds: one owner, two holds.
                 if (cycles % 10 === 0) {
                   const counts = await env.admin.hVals(key);
@@ -122,9 +158,10 @@ describe('SCRIPT FLUSH every 100 ms under load', () => {
 
     const startedAt = performance.now();
     const owners: Promise<void>[] = [];
-    for (const locks of clients) {
-      for (let o = 0; o < OWNERS_PER_CLIENT; o += 1) owners.push(owner(locks));
-    }
+    clients.forEach((locks, c) => {
+      const other = clients[(c + 1) % clients.length] ?? locks;
+      for (let o = 0; o < OWNERS_PER_CLIENT; o += 1) owners.push(owner(locks, other));
+    });
     await Promise.all(owners);
     const elapsedMs = performance.now() - startedAt;
     flushing = false;
@@ -145,7 +182,14 @@ describe('SCRIPT FLUSH every 100 ms under load', () => {
     // The long hold was renewed across every flush.
     expect(lost).toEqual([]);
     expect(longHeld.signal.aborted).toBe(false);
-    expect(await env.admin.hVals(longHeld.key)).toEqual(['1']);
+    if (kind.keyType === 'hash') {
+      expect(await env.admin.hVals(longHeld.key)).toEqual(['1']);
+    } else {
+      const state = await kind.inspect(env.admin, longHeld.key);
+      expect(state.type).toBe(kind.keyType);
+      expect(state.owners).toBe(1);
+      expect(state.pttl).toBeGreaterThan(0);
+    }
     await longHeld.release();
 
     // Nothing is left behind.
@@ -154,7 +198,7 @@ describe('SCRIPT FLUSH every 100 ms under load', () => {
     await sleep(50);
     expect(env.unhandled).toEqual([]);
     console.info(
-      `[script-flush-load] ${operations} operations in ${cycles} cycles over ${Math.round(elapsedMs)} ms ` +
+      `[script-flush-load ${kind.name}] ${operations} operations in ${cycles} cycles over ${Math.round(elapsedMs)} ms ` +
         `(${contended} started on a lock another owner held), ${flushes} flushes, ` +
         `${noscript} NOSCRIPT replies, ${evals} EVAL / ${evalshas} EVALSHA calls, 0 failures`,
     );

@@ -1,0 +1,160 @@
+/**
+ * The lock kinds a LockClient hands out, as tests see them: one fixture per kind, so a test of
+ * behaviour every kind shares is written once and run per kind with `describe.each(KINDS)`.
+ *
+ * A fixture says how to get a handle, which renewal script the watchdog calls (for fixtures
+ * that watch it), where the kind announces a free lock, which keys it keeps without expiry,
+ * what the kind can do (re-entry, fencing tokens, hand-over to queued waiters), and how to look
+ * at the lock in Redis without showing an owner's secret (a hash field or a token): its type,
+ * PTTL, how many owners it records, their hold counts, and a digest that changes when anything
+ * in it changes.
+ *
+ * Channel and key names are spelt out here rather than taken from src/keys.ts, so a renamed
+ * one fails the tests. They assume a lock key without a hash tag, as the tests' keys are.
+ */
+import { createHash } from 'node:crypto';
+import { FencedLease, type Lease, type LockClient, type LockHandle } from '../../src/index.js';
+import type { luaScripts } from '../../src/scripts/generated.js';
+import type { Redis } from './resources.js';
+
+export type KindName = 'lock' | 'fencedLock' | 'simpleLock';
+
+/** A handle of any kind; its leases are at least a {@link Lease}. */
+export type KindHandle = LockHandle<Lease>;
+
+/** A lock in Redis, summed up without its owners. */
+export interface LockSnapshot {
+  /** TYPE of the key: `hash` (lock, fencedLock), `string` (simpleLock) or `none`. */
+  readonly type: string;
+  /** PTTL of the key: -2 when it does not exist, -1 when it never expires. */
+  readonly pttl: number;
+  /** How many owners Redis records: hash fields, or 1 for a simple lock's key that exists. */
+  readonly owners: number;
+  /** The owners' hold counts, smallest first: hash kinds only ([] for the simple lock). */
+  readonly counts: readonly number[];
+  /** SHA-256 of the contents (sorted hash entries, or the string): equal while nothing changed. */
+  readonly digest: string;
+}
+
+export interface Kind {
+  readonly name: KindName;
+  /** TYPE of the lock's key while it is held. */
+  readonly keyType: 'hash' | 'string';
+  /** The context that holds the lock may take it again (hold counts in a hash). */
+  readonly reentrant: boolean;
+  /** Leases carry a fencing token that grows with every acquisition. */
+  readonly fenced: boolean;
+  /** Waiters queue in Redis and a release hands the lock to the first live one. */
+  readonly handsOver: boolean;
+  /** The luaScripts entry the watchdog calls to renew holds of this kind. */
+  readonly renewScript: keyof typeof luaScripts;
+  /** A handle on the lock `name`. */
+  handle(locks: LockClient, name: string): KindHandle;
+  /** The channel on which latchkey announces that the lock with key `key` is free. */
+  channel(key: string): string;
+  /**
+   * The keys besides the lock's own that the kind keeps without expiry on purpose: the fenced
+   * lock's token counter, `redisson_lock_token:{<key>}`, which must never go back.
+   */
+  lastingKeys(key: string): readonly string[];
+  /** The lock's state in Redis, read in one MULTI. */
+  inspect(redis: Redis, key: string): Promise<LockSnapshot>;
+  /** The fencing token of a lease of this kind; undefined for a kind without tokens. */
+  tokenOf(lease: Lease): bigint | undefined;
+}
+
+function digestOf(value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(value)).digest('hex');
+}
+
+async function inspectHash(redis: Redis, key: string): Promise<LockSnapshot> {
+  const [type, pttl, hash] = await redis.multi().type(key).pTTL(key).hGetAll(key).execTyped();
+  const entries = Object.entries(hash).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return {
+    type: String(type),
+    pttl: Number(pttl),
+    owners: entries.length,
+    counts: entries.map(([, count]) => Number(count)).sort((a, b) => a - b),
+    digest: digestOf(entries),
+  };
+}
+
+async function inspectString(redis: Redis, key: string): Promise<LockSnapshot> {
+  const [type, pttl, value] = await redis.multi().type(key).pTTL(key).get(key).execTyped();
+  return {
+    type: String(type),
+    pttl: Number(pttl),
+    owners: value === null ? 0 : 1,
+    counts: [],
+    digest: digestOf(value),
+  };
+}
+
+function redissonChannel(key: string): string {
+  return `redisson_lock__channel:{${key}}`;
+}
+
+function noToken(): undefined {
+  return undefined;
+}
+
+function none(): readonly string[] {
+  return [];
+}
+
+export const LOCK: Kind = {
+  name: 'lock',
+  keyType: 'hash',
+  reentrant: true,
+  fenced: false,
+  handsOver: true,
+  renewScript: 'lock/renew',
+  handle: (locks, name) => locks.lock(name),
+  channel: redissonChannel,
+  lastingKeys: none,
+  inspect: inspectHash,
+  tokenOf: noToken,
+};
+
+export const FENCED_LOCK: Kind = {
+  name: 'fencedLock',
+  keyType: 'hash',
+  reentrant: true,
+  fenced: true,
+  handsOver: true,
+  // The fenced lock keeps the reentrant lock's hash, so the same script renews it.
+  renewScript: 'lock/renew',
+  handle: (locks, name) => locks.fencedLock(name),
+  channel: redissonChannel,
+  lastingKeys: (key) => [`redisson_lock_token:{${key}}`],
+  inspect: inspectHash,
+  tokenOf: (lease) => {
+    if (!(lease instanceof FencedLease)) throw new Error(`a lease of "${lease.name}" without a token`);
+    return lease.token;
+  },
+};
+
+export const SIMPLE_LOCK: Kind = {
+  name: 'simpleLock',
+  keyType: 'string',
+  reentrant: false,
+  fenced: false,
+  handsOver: false,
+  renewScript: 'simple-lock/renew',
+  handle: (locks, name) => locks.simpleLock(name),
+  channel: (key) => `latchkey_unlock:{${key}}`,
+  lastingKeys: none,
+  inspect: inspectString,
+  tokenOf: noToken,
+};
+
+export const KINDS: readonly Kind[] = [LOCK, FENCED_LOCK, SIMPLE_LOCK];
+
+/** The kind called `name` (for worker fixtures, which get it from their environment). */
+export function kindNamed(name: string): Kind {
+  const kind = KINDS.find((candidate) => candidate.name === name);
+  if (kind === undefined) {
+    throw new Error(`unknown lock kind "${name}"; expected one of ${KINDS.map((k) => k.name).join(', ')}`);
+  }
+  return kind;
+}
