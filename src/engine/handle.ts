@@ -1,4 +1,4 @@
-import { InvalidArgumentError, LockReentryError, LockTimeoutError } from '../errors.js';
+import { InvalidArgumentError, LockLostError, LockReentryError, LockTimeoutError } from '../errors.js';
 import type { AcquireOptions } from '../options.js';
 import { currentContext, newOwnerId, runInContext, type OwnerContext } from '../owner.js';
 import { checkDuration, checkOptions, checkSignal, checkWait, describe } from '../validate.js';
@@ -21,6 +21,17 @@ function checkAcquireOptions(options: unknown, defaultWaitMs: number): CheckedAc
     leaseMs: given.leaseMs === undefined ? undefined : checkDuration('leaseMs', given.leaseMs, 1),
     signal: checkSignal('signal', given.signal),
   };
+}
+
+/**
+ * What `withLock` rejects with when its callback threw: the lease's {@link LockLostError} if the
+ * lock was lost meanwhile — whatever the callback threw then (typically the `AbortError` of
+ * work that was given `lease.signal`) is its `cause` — and otherwise the callback's error.
+ */
+function lostInstead(lease: Lease, error: unknown): unknown {
+  const lost: unknown = lease.signal.aborted ? lease.signal.reason : undefined;
+  if (!(lost instanceof LockLostError) || error === lost) return error;
+  return new LockLostError(lost.message, lost.reason, { cause: error });
 }
 
 /** How a kind names its owners in Redis. @internal */
@@ -112,8 +123,9 @@ export abstract class LockHandle<L extends Lease> {
    * awaits runs as the same owner, so nested calls on a reentrant lock re-enter it.
    *
    * @returns what `fn` returns.
-   * @throws what `fn` throws; otherwise a {@link LockLostError} when the lock was lost while
-   *   `fn` ran (its work may not have been exclusive), or what `acquire` throws.
+   * @throws a {@link LockLostError} when the lock was lost while `fn` ran (its work may not have
+   *   been exclusive), with what `fn` threw, if anything, as its `cause`; otherwise what `fn`
+   *   throws, or what `acquire` throws. `fn` may release the lease itself.
    * @example
    * ```ts
    * const total = await locks.lock('cart:7').withLock(async (lease) => {
@@ -145,11 +157,12 @@ export abstract class LockHandle<L extends Lease> {
       try {
         result = await runInContext(inner, async () => await fn(lease));
       } catch (error) {
-        await lease.release().catch(() => undefined);
-        throw error;
+        if (!lease.released) await lease.release().catch(() => undefined);
+        throw lostInstead(lease, error);
       }
       if (lease.signal.aborted) throw lease.signal.reason;
-      await lease.release();
+      // The callback may have released the lease itself; its work still succeeded.
+      if (!lease.released) await lease.release();
       return result;
     });
   }
