@@ -22,12 +22,14 @@ import {
 const DEFAULT_WATCHDOG_TIMEOUT_MS = 30_000;
 const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
 const DEFAULT_SUBSCRIPTION_LINGER_MS = 5_000;
+const DEFAULT_LONG_HOLD_WARNING_MS = 10 * 60_000;
 
 const CLIENT_OPTIONS = [
   'watchdogTimeoutMs',
   'keyPrefix',
   'commandTimeoutMs',
   'subscriptionLingerMs',
+  'longHoldWarningMs',
 ] as const;
 const LOCK_OPTIONS = ['reentrant'] as const;
 
@@ -93,6 +95,10 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         given.subscriptionLingerMs === undefined
           ? DEFAULT_SUBSCRIPTION_LINGER_MS
           : checkDuration('subscriptionLingerMs', given.subscriptionLingerMs, 0),
+      longHoldWarningMs:
+        given.longHoldWarningMs === undefined
+          ? DEFAULT_LONG_HOLD_WARNING_MS
+          : checkDuration('longHoldWarningMs', given.longHoldWarningMs, 0),
     });
   }
 

@@ -21,6 +21,7 @@ export type {
   FencedLockOptions,
   LockClientEvents,
   LockClientOptions,
+  LeaseHeldLongEvent,
   LockedCallback,
   LockLostEvent,
   LockOptions,

@@ -36,6 +36,14 @@ export interface LockClientOptions {
    * @defaultValue 5_000
    */
   readonly subscriptionLingerMs?: number;
+  /**
+   * A lock the watchdog has kept for this long, in milliseconds, without a release gets a
+   * `leaseHeldLong` event (once per acquisition) and, the first time on this client, a process
+   * warning (`LATCHKEY_LONG_HOLD`): a lease that was never released is otherwise renewed for as
+   * long as the process lives. `0` turns the check off. A whole number from 0.
+   * @defaultValue 600_000 (10 minutes)
+   */
+  readonly longHoldWarningMs?: number;
 }
 
 /** Options of {@link LockClient.lock}. */
@@ -106,6 +114,14 @@ export interface LockLostEvent {
   readonly error: LockLostError;
 }
 
+/** What `leaseHeldLong` events carry: a lock kept by the watchdog for a long time. */
+export interface LeaseHeldLongEvent {
+  readonly name: string;
+  readonly key: string;
+  /** Milliseconds since the lock was taken. */
+  readonly heldMs: number;
+}
+
 /** What `renewFailed` events carry: a renewal call failed and will be retried. */
 export interface RenewFailedEvent {
   /** Names of the locks the failed call was renewing. */
@@ -121,6 +137,8 @@ export interface LockClientEvents {
   released: (event: ReleasedEvent) => void;
   lockLost: (event: LockLostEvent) => void;
   renewFailed: (event: RenewFailedEvent) => void;
+  /** A lock was kept longer than `longHoldWarningMs` without a release. */
+  leaseHeldLong: (event: LeaseHeldLongEvent) => void;
   /** Background failures that no caller is waiting for (the subscriber, cleanups, listeners). */
   error: (error: Error) => void;
 }

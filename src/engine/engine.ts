@@ -29,6 +29,8 @@ export interface EngineSettings {
   readonly watchdogTimeoutMs: number;
   readonly commandTimeoutMs: number;
   readonly subscriptionLingerMs: number;
+  /** See LockClientOptions.longHoldWarningMs; 0: off. */
+  readonly longHoldWarningMs: number;
 }
 
 /**
@@ -61,6 +63,7 @@ export class Engine {
     const chains = new OperationChains();
     this.#holds = new Holds(this.#calls, chains, this.#events, {
       watchdogTimeoutMs: settings.watchdogTimeoutMs,
+      longHoldWarningMs: settings.longHoldWarningMs,
       releaseRetryMs: Math.min(
         RELEASE_RETRY_MAX_MS,
         Math.max(RELEASE_RETRY_MIN_MS, 2 * settings.commandTimeoutMs),

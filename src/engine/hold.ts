@@ -35,6 +35,10 @@ export class Hold {
    * within the lease means that earlier release went through.
    */
   releaseUnconfirmed = false;
+  /** Monotonic time at which the hold was first confirmed. */
+  heldSince = 0;
+  /** Reported as held for longer than `longHoldWarningMs`. */
+  reportedLong = false;
   /** Made on first use: most holds are released without anyone asking for their signal. */
   #controller: AbortController | undefined;
 

@@ -24,6 +24,8 @@ function lostRelease(hold: Hold): LockNotOwnedError {
 export interface HoldsSettings {
   /** Lease of a hold the watchdog renews, in milliseconds. */
   readonly watchdogTimeoutMs: number;
+  /** How long a watchdog-renewed hold may last before it is reported; 0: never. */
+  readonly longHoldWarningMs: number;
   /** How long a last release is retried, in milliseconds. */
   readonly releaseRetryMs: number;
   readonly isClosed: () => boolean;
@@ -41,6 +43,8 @@ export class Holds {
   readonly #events: Events;
   readonly #settings: HoldsSettings;
   readonly #watchdog: Watchdog;
+  /** The process warning about long holds goes out once per client. */
+  #warnedLongHold = false;
 
   constructor(calls: Calls, chains: OperationChains, events: Events, settings: HoldsSettings) {
     this.#calls = calls;
@@ -69,6 +73,7 @@ export class Holds {
 
   /** A hold confirmed for the first time: kept, and renewed or watched for expiry. */
   add(hold: Hold): void {
+    hold.heldSince = performance.now();
     this.#byChain.set(hold.chain, hold);
     this.#watchdog.track(hold);
   }
@@ -209,6 +214,7 @@ export class Holds {
 
   /** Renews one watchdog batch: one call per kind in it. */
   async #renewAll(holds: readonly Hold[]): Promise<boolean> {
+    if (this.#settings.longHoldWarningMs > 0) this.#reportLongHolds(holds);
     const first = holds[0]?.target.protocol;
     if (holds.every((hold) => hold.target.protocol === first)) return this.#renew(holds);
     const byKind = new Map<Protocol, Hold[]>();
@@ -256,6 +262,28 @@ export class Holds {
       }
     });
     return true;
+  }
+
+  /**
+   * A hold the watchdog has renewed for longer than `longHoldWarningMs` is reported once: an
+   * acquisition nobody released is otherwise renewed for as long as the process lives.
+   */
+  #reportLongHolds(holds: readonly Hold[]): void {
+    const now = performance.now();
+    const limitMs = this.#settings.longHoldWarningMs;
+    for (const hold of holds) {
+      const heldMs = now - hold.heldSince;
+      if (hold.reportedLong || heldMs < limitMs) continue;
+      hold.reportedLong = true;
+      this.#events.emit('leaseHeldLong', { name: hold.name, key: hold.key, heldMs: Math.round(heldMs) });
+      if (!this.#warnedLongHold) {
+        this.#warnedLongHold = true;
+        process.emitWarning(
+          `latchkey: lock "${hold.name}" has been held for ${Math.round(heldMs / 1_000)} s without a release, and the watchdog keeps renewing it; release every lease (or set longHoldWarningMs) — further long holds on this client are reported by the 'leaseHeldLong' event only`,
+          { code: 'LATCHKEY_LONG_HOLD' },
+        );
+      }
+    }
   }
 
   /** The client's clock says the lease ran out with no renewal confirmed. */

@@ -1,0 +1,64 @@
+/**
+ * A lease kept by the watchdog for longer than `longHoldWarningMs` without a release is
+ * reported: a `leaseHeldLong` event per acquisition, and one process warning per client.
+ */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { LeaseHeldLongEvent } from '../../src/index.js';
+import { KINDS } from '../support/kinds.js';
+import { sharedSuite } from '../support/shared-suite.js';
+import { sleep, waitUntil } from '../support/wait.js';
+
+describe('long holds', () => {
+  const { lockClient } = sharedSuite('long-hold');
+  const warnings: Error[] = [];
+  const onWarning = (warning: Error): void => {
+    if ((warning as Error & { code?: string }).code === 'LATCHKEY_LONG_HOLD') warnings.push(warning);
+  };
+  process.on('warning', onWarning);
+
+  afterEach(() => {
+    warnings.length = 0;
+  });
+  afterAll(() => {
+    process.off('warning', onWarning);
+  });
+
+  it('reports each kind once, and warns the process once per client', async () => {
+    const locks = lockClient({ watchdogTimeoutMs: 150, longHoldWarningMs: 300 });
+    const events: LeaseHeldLongEvent[] = [];
+    locks.on('leaseHeldLong', (event) => events.push(event));
+    const leases = await Promise.all(
+      KINDS.map((kind) => kind.handle(locks, `ledger:${kind.name}`).acquire()),
+    );
+    await waitUntil('every long hold is reported', () => events.length === KINDS.length, 3_000);
+    expect(events.map((event) => event.name).sort()).toEqual(
+      KINDS.map((kind) => `ledger:${kind.name}`).sort(),
+    );
+    for (const event of events) expect(event.heldMs).toBeGreaterThanOrEqual(300);
+    await waitUntil('the process warning is out', () => warnings.length === 1, 1_000);
+    // Nothing more, however long the holds last.
+    await sleep(400);
+    expect(events).toHaveLength(KINDS.length);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.message).toContain('without a release');
+    await Promise.all(leases.map((lease) => lease.release()));
+  });
+
+  it('says nothing about a lease released in time, a fixed lease, or with the check off', async () => {
+    const events: LeaseHeldLongEvent[] = [];
+    const locks = lockClient({ watchdogTimeoutMs: 150, longHoldWarningMs: 300 });
+    locks.on('leaseHeldLong', (event) => events.push(event));
+    const quick = await locks.lock('ledger:quick').acquire();
+    await sleep(150);
+    await quick.release();
+    const fixed = await locks.lock('ledger:fixed').acquire({ leaseMs: 2_000 });
+    const off = lockClient({ watchdogTimeoutMs: 150, longHoldWarningMs: 0 });
+    off.on('leaseHeldLong', (event) => events.push(event));
+    const kept = await off.lock('ledger:kept').acquire();
+    await sleep(700);
+    expect(events).toEqual([]);
+    expect(warnings).toEqual([]);
+    await fixed.release();
+    await kept.release();
+  });
+});
