@@ -49,6 +49,7 @@ export class Engine {
   readonly #notifications: Notifications;
   readonly #acquirer: Acquirer;
   #closed = false;
+  #closing: Promise<void> | undefined;
 
   constructor(redis: LockRedisClient, emitter: EventEmitter<LockClientEvents>, settings: EngineSettings) {
     this.#redis = redis;
@@ -129,10 +130,19 @@ export class Engine {
    * Stops the watchdog, gives up every hold (one try each) and closes the subscriber; waiting
    * acquires reject with ClientClosedError.
    */
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  close(): Promise<void> {
+    // Every call resolves when the one close is done, and nothing is emitted after that.
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true;
-    await Promise.all([this.#holds.closeAll(), this.#notifications.close()]);
+    try {
+      await Promise.all([this.#holds.closeAll(), this.#notifications.close()]);
+    } finally {
+      this.#events.mute();
+    }
   }
 
   async #connectSubscriber(): Promise<LockSubscriberClient> {

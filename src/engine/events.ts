@@ -13,16 +13,24 @@ export function toError(error: unknown): Error {
  */
 export class Events {
   readonly #emitter: EventEmitter<LockClientEvents>;
+  /** Set once the client's close() resolved: from then on, nothing is emitted. */
+  #muted = false;
 
   constructor(emitter: EventEmitter<LockClientEvents>) {
     this.#emitter = emitter;
   }
 
   listening(event: keyof LockClientEvents): boolean {
-    return this.#emitter.listenerCount(event) > 0;
+    return !this.#muted && this.#emitter.listenerCount(event) > 0;
+  }
+
+  /** Emits nothing from now on: work that outlives close() (a late clean-up) stays quiet. */
+  mute(): void {
+    this.#muted = true;
   }
 
   error(error: Error): void {
+    if (this.#muted) return;
     try {
       this.#emitter.emit('error', error);
     } catch {
@@ -34,6 +42,7 @@ export class Events {
     event: E,
     payload: Parameters<LockClientEvents[E]>[0],
   ): void {
+    if (this.#muted) return;
     try {
       (this.#emitter.emit as (event: E, payload: unknown) => boolean)(event, payload);
     } catch (error) {

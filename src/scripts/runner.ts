@@ -7,8 +7,12 @@ import type { LuaScript } from './script.js';
  */
 export class CommandTimeoutError extends Error {
   override readonly name = 'CommandTimeoutError';
-  constructor(timeoutMs: number) {
-    super(`Redis did not answer within ${timeoutMs} ms`);
+  /** `connected`: whether the client was connected when the call was given up. */
+  constructor(timeoutMs: number, connected: boolean) {
+    super(
+      `Redis did not answer within ${Math.round(timeoutMs)} ms` +
+        (connected ? '' : ': the connection to Redis is down and the client is reconnecting'),
+    );
   }
 }
 
@@ -179,7 +183,7 @@ export class ScriptRunner {
       const entry = timeouts.add(now + timeoutMs, () => {
         settled = true;
         abort?.abort();
-        reject(new CommandTimeoutError(timeoutMs));
+        reject(new CommandTimeoutError(timeoutMs, this.#client.isReady === true));
       });
       reply.then(
         (value) => {
@@ -192,6 +196,11 @@ export class ScriptRunner {
           if (settled) return;
           settled = true;
           timeouts.remove(entry);
+          // Withdrawn, unwritten, with a command of the same moment that timed out: say why.
+          if (abort?.signal.aborted === true) {
+            reject(new CommandTimeoutError(performance.now() - now, this.#client.isReady === true));
+            return;
+          }
           reject(error instanceof Error ? error : new Error(String(error)));
         },
       );
