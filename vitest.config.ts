@@ -1,10 +1,12 @@
 import { defineConfig } from 'vitest/config';
+import { standardDecorators } from './test/support/standard-decorators.js';
 
 // LATCHKEY_TEST_REDIS_MODULE points `redis` at another node-redis major (CI runs the suite on
 // v5, the dev dependency, and again on v6, which speaks RESP3 by default).
 const redisModule = process.env.LATCHKEY_TEST_REDIS_MODULE;
 
 export default defineConfig({
+  plugins: [standardDecorators()],
   resolve: redisModule ? { alias: { redis: redisModule } } : {},
   test: {
     include: ['test/**/*.test.ts'],

@@ -1,4 +1,6 @@
 export { LockClient } from './client.js';
+export { synchronized } from './synchronized.js';
+export type { SynchronizedClient, SynchronizedKind, SynchronizedOptions } from './synchronized.js';
 export { Lock } from './primitives/lock/lock.js';
 export { FencedLock } from './primitives/lock/fenced-lock.js';
 export { FencedLease } from './primitives/lock/fenced-lease.js';

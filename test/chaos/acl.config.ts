@@ -5,6 +5,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { standardDecorators } from '../support/standard-decorators.js';
 
 const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
 const redisModule = process.env['LATCHKEY_TEST_REDIS_MODULE'];
@@ -12,6 +13,7 @@ const report = process.env['LATCHKEY_ACL_REPORT'];
 
 export default defineConfig({
   root: here('../..'),
+  plugins: [standardDecorators()],
   resolve: {
     alias: [
       // Exactly the specifier test/integration and test/support use; the stand-in itself
