@@ -170,8 +170,10 @@ describe('watchdog', () => {
     for (const round of rounds) {
       expect(round.length).toBeLessThanOrEqual(10);
     }
-    // Every full round covers every held lock.
-    for (const round of rounds.slice(0, -1)) {
+    // Every full round covers every held lock. The first one seen may have been sent while the
+    // last locks were still being taken (it reaches MONITOR after the watch began), and the last
+    // may be cut off by the end of the watch.
+    for (const round of rounds.slice(1, -1)) {
       expect(new Set(round.flatMap((call) => renewKeys(call.args))).size).toBe(count);
     }
   });
