@@ -28,6 +28,7 @@ const CLIENT_OPTIONS = [
   'keyPrefix',
   'commandTimeoutMs',
   'subscriptionLingerMs',
+  'telemetry',
 ] as const;
 const LOCK_OPTIONS = ['reentrant'] as const;
 
@@ -93,6 +94,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         given.subscriptionLingerMs === undefined
           ? DEFAULT_SUBSCRIPTION_LINGER_MS
           : checkDuration('subscriptionLingerMs', given.subscriptionLingerMs, 0),
+      telemetry: given.telemetry === undefined ? true : checkBoolean('telemetry', given.telemetry),
     });
   }
 

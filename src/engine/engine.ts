@@ -14,6 +14,7 @@ import type { Hold } from './hold.js';
 import { Holds } from './holds.js';
 import type { Lease, LeaseFactory, LeaseHost } from './lease.js';
 import { Notifications } from './notifications.js';
+import { createTelemetry, NO_TELEMETRY, openTelemetry } from './telemetry.js';
 import type { Target } from './types.js';
 
 /**
@@ -29,6 +30,8 @@ export interface EngineSettings {
   readonly watchdogTimeoutMs: number;
   readonly commandTimeoutMs: number;
   readonly subscriptionLingerMs: number;
+  /** Report to `@opentelemetry/api`'s global providers, if the API is installed. */
+  readonly telemetry: boolean;
 }
 
 /**
@@ -51,6 +54,7 @@ export class Engine {
   constructor(redis: LockRedisClient, emitter: EventEmitter<LockClientEvents>, settings: EngineSettings) {
     this.#redis = redis;
     this.#events = new Events(emitter);
+    const telemetry = settings.telemetry ? createTelemetry(openTelemetry()) : NO_TELEMETRY;
     const isClosed = (): boolean => this.#closed;
     const assertOpen = (): void => this.assertOpen();
     this.#calls = new Calls(
@@ -66,6 +70,7 @@ export class Engine {
         Math.max(RELEASE_RETRY_MIN_MS, 2 * settings.commandTimeoutMs),
       ),
       isClosed,
+      telemetry,
     });
     /** Public: names this client's grant channel and prefixes its tickets. */
     const grants = grantChannel(randomBytes(8).toString('hex'));
@@ -89,6 +94,7 @@ export class Engine {
         notifications: this.#notifications,
         events: this.#events,
         leaseHost,
+        telemetry,
       },
     );
   }

@@ -35,6 +35,11 @@ export class Hold {
    * within the lease means that earlier release went through.
    */
   releaseUnconfirmed = false;
+  /**
+   * Monotonic time the hold was first confirmed, kept for telemetry's hold-time histogram while
+   * telemetry is on (undefined otherwise, and once recorded).
+   */
+  heldSince: number | undefined;
   /** Made on first use: most holds are released without anyone asking for their signal. */
   #controller: AbortController | undefined;
 
