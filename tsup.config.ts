@@ -1,5 +1,9 @@
 import { defineConfig } from 'tsup';
 
+// The optional peer `@opentelemetry/api` is looked up at run time (src/engine/telemetry.ts) and
+// must never be bundled: latchkey has to load, and report nothing, where it is not installed.
+const external = ['@opentelemetry/api'];
+
 export default defineConfig([
   {
     entry: ['src/index.ts'],
@@ -8,6 +12,7 @@ export default defineConfig([
     sourcemap: true,
     clean: true,
     target: 'node20',
+    external,
   },
   {
     entry: ['src/index.ts'],
@@ -15,7 +20,10 @@ export default defineConfig([
     dts: true,
     sourcemap: true,
     target: 'node20',
+    external,
     // p-retry ships only as ESM; bundling it keeps `require('latchkey')` working on every Node 20.
     noExternal: ['p-retry', 'is-network-error'],
+    // Defines `import.meta.url`, which only the ESM build reads (src/engine/telemetry.ts).
+    shims: true,
   },
 ]);

@@ -30,6 +30,7 @@ const CLIENT_OPTIONS = [
   'commandTimeoutMs',
   'subscriptionLingerMs',
   'longHoldWarningMs',
+  'telemetry',
 ] as const;
 const LOCK_OPTIONS = ['reentrant'] as const;
 
@@ -99,6 +100,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         given.longHoldWarningMs === undefined
           ? DEFAULT_LONG_HOLD_WARNING_MS
           : checkDuration('longHoldWarningMs', given.longHoldWarningMs, 0),
+      telemetry: given.telemetry === undefined ? true : checkBoolean('telemetry', given.telemetry),
     });
   }
 

@@ -44,6 +44,15 @@ export interface LockClientOptions {
    * @defaultValue 600_000 (10 minutes)
    */
   readonly longHoldWarningMs?: number;
+  /**
+   * Report spans and metrics to OpenTelemetry when `@opentelemetry/api` (an optional peer
+   * dependency, 1.3 or later) is installed: an acquire and a release span per call, and the
+   * `latchkey.*` metrics, through the API's global tracer and meter providers. Without the API
+   * this does nothing. Register your MeterProvider before creating the client: the meter is
+   * taken when the client is made. `false`: report nothing and never load the API.
+   * @defaultValue true
+   */
+  readonly telemetry?: boolean;
 }
 
 /** Options of {@link LockClient.lock}. */

@@ -8,6 +8,7 @@ import { Hold } from './hold.js';
 import type { Holds } from './holds.js';
 import type { Lease, LeaseFactory, LeaseHost } from './lease.js';
 import type { Notifications, Waiter } from './notifications.js';
+import type { Telemetry } from './telemetry.js';
 import { Ticket } from './ticket.js';
 import type { AcquireOutcome, AcquireRequest, Target } from './types.js';
 import { abortable, within } from './timing.js';
@@ -49,6 +50,7 @@ export interface AcquirerParts {
   readonly notifications: Notifications;
   readonly events: Events;
   readonly leaseHost: LeaseHost;
+  readonly telemetry: Telemetry;
 }
 
 /**
@@ -65,6 +67,7 @@ export class Acquirer {
   readonly #notifications: Notifications;
   readonly #events: Events;
   readonly #leaseHost: LeaseHost;
+  readonly #telemetry: Telemetry;
   readonly #queue: WaitQueue;
 
   constructor(settings: AcquirerSettings, parts: AcquirerParts) {
@@ -75,6 +78,7 @@ export class Acquirer {
     this.#notifications = parts.notifications;
     this.#events = parts.events;
     this.#leaseHost = parts.leaseHost;
+    this.#telemetry = parts.telemetry;
     this.#queue = new WaitQueue(parts.calls, parts.chains, parts.holds, settings.assertOpen);
   }
 
@@ -87,7 +91,22 @@ export class Acquirer {
    * Takes `target` for the owner `field`, waiting up to `waitMs`; resolves null when the wait
    * runs out. Rejects with `signal.reason` on abort, at once, whatever is in flight.
    */
-  async acquire<L extends Lease>(
+  acquire<L extends Lease>(
+    target: Target,
+    field: string,
+    waitMs: number,
+    leaseMs: number | undefined,
+    signal: AbortSignal | undefined,
+    newLease: LeaseFactory<L>,
+  ): Promise<L | null> {
+    const telemetry = this.#telemetry;
+    if (!telemetry.enabled) return this.#acquire(target, field, waitMs, leaseMs, signal, newLease);
+    return telemetry.acquire(target, waitMs, signal, () =>
+      this.#acquire(target, field, waitMs, leaseMs, signal, newLease),
+    );
+  }
+
+  async #acquire<L extends Lease>(
     target: Target,
     field: string,
     waitMs: number,
@@ -153,6 +172,7 @@ export class Acquirer {
       signal?.throwIfAborted();
       const joined = notifications.join(target.channel, queue);
       waiter = joined.waiter;
+      this.#telemetry.waiting(target, 1);
       if (ticket !== undefined) ticket.waiter = waiter;
       if (joined.fresh || (queue && !notifications.grantsReady)) {
         // Until SUBSCRIBE is confirmed an unlock would go unheard, so try again once it is.
@@ -203,7 +223,10 @@ export class Acquirer {
       throw redisError(error, `waiting for lock "${target.name}"`);
     } finally {
       this.#queue.end(chain);
-      waiter?.leave(acquired);
+      if (waiter !== undefined) {
+        waiter.leave(acquired);
+        this.#telemetry.waiting(target, -1);
+      }
       if (ticket !== undefined) ticket.waiter = undefined;
       if (!acquired && !this.#settings.isClosed() && (ticket !== undefined || abandoned !== undefined)) {
         // A caller that gave up is neither queued nor holding when its call returns, as long

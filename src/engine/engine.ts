@@ -14,6 +14,7 @@ import type { Hold } from './hold.js';
 import { Holds } from './holds.js';
 import type { Lease, LeaseFactory, LeaseHost } from './lease.js';
 import { Notifications } from './notifications.js';
+import { createTelemetry, NO_TELEMETRY, openTelemetry } from './telemetry.js';
 import type { Target } from './types.js';
 
 /**
@@ -31,6 +32,8 @@ export interface EngineSettings {
   readonly subscriptionLingerMs: number;
   /** See LockClientOptions.longHoldWarningMs; 0: off. */
   readonly longHoldWarningMs: number;
+  /** Report to `@opentelemetry/api`'s global providers, if the API is installed. */
+  readonly telemetry: boolean;
 }
 
 /**
@@ -54,6 +57,7 @@ export class Engine {
   constructor(redis: LockRedisClient, emitter: EventEmitter<LockClientEvents>, settings: EngineSettings) {
     this.#redis = redis;
     this.#events = new Events(emitter);
+    const telemetry = settings.telemetry ? createTelemetry(openTelemetry()) : NO_TELEMETRY;
     const isClosed = (): boolean => this.#closed;
     const assertOpen = (): void => this.assertOpen();
     this.#calls = new Calls(
@@ -70,6 +74,7 @@ export class Engine {
         Math.max(RELEASE_RETRY_MIN_MS, 2 * settings.commandTimeoutMs),
       ),
       isClosed,
+      telemetry,
     });
     /** Public: names this client's grant channel and prefixes its tickets. */
     const grants = grantChannel(randomBytes(8).toString('hex'));
@@ -93,6 +98,7 @@ export class Engine {
         notifications: this.#notifications,
         events: this.#events,
         leaseHost,
+        telemetry,
       },
     );
   }

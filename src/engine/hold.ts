@@ -36,9 +36,14 @@ export class Hold {
    */
   releaseUnconfirmed = false;
   /** Monotonic time at which the hold was first confirmed. */
-  heldSince = 0;
+  acquiredAt = 0;
   /** Reported as held for longer than `longHoldWarningMs`. */
   reportedLong = false;
+  /**
+   * Monotonic time the hold was first confirmed, kept for telemetry's hold-time histogram while
+   * telemetry is on (undefined otherwise, and once recorded).
+   */
+  heldSince: number | undefined;
   /** Made on first use: most holds are released without anyone asking for their signal. */
   #controller: AbortController | undefined;
 

@@ -9,6 +9,7 @@ import { redisError, type Calls } from './calls.js';
 import type { OperationChains } from './chains.js';
 import { toError, type Events } from './events.js';
 import type { Hold } from './hold.js';
+import type { Telemetry } from './telemetry.js';
 import type { Protocol, Target } from './types.js';
 import { Watchdog } from './watchdog.js';
 
@@ -29,6 +30,7 @@ export interface HoldsSettings {
   /** How long a last release is retried, in milliseconds. */
   readonly releaseRetryMs: number;
   readonly isClosed: () => boolean;
+  readonly telemetry: Telemetry;
 }
 
 /**
@@ -73,7 +75,8 @@ export class Holds {
 
   /** A hold confirmed for the first time: kept, and renewed or watched for expiry. */
   add(hold: Hold): void {
-    hold.heldSince = performance.now();
+    hold.acquiredAt = performance.now();
+    this.#settings.telemetry.held(hold);
     this.#byChain.set(hold.chain, hold);
     this.#watchdog.track(hold);
   }
@@ -84,6 +87,12 @@ export class Holds {
   }
 
   release(hold: Hold): Promise<void> {
+    const telemetry = this.#settings.telemetry;
+    if (!telemetry.enabled) return this.#release(hold);
+    return telemetry.release(hold, () => this.#release(hold));
+  }
+
+  #release(hold: Hold): Promise<void> {
     if (hold.lost) {
       return Promise.reject(lostRelease(hold));
     }
@@ -159,6 +168,7 @@ export class Holds {
 
   /** Drops a hold that ended (released, or left to expire) without declaring it lost. */
   forget(hold: Hold): void {
+    this.#settings.telemetry.ended(hold);
     this.#watchdog.untrack(hold);
     if (this.#byChain.get(hold.chain) === hold) this.#byChain.delete(hold.chain);
   }
@@ -170,6 +180,7 @@ export class Holds {
   markLost(hold: Hold, reason: LockLostReason, message: string): LockLostError {
     if (hold.lostError !== undefined) return hold.lostError;
     const error = new LockLostError(message, reason);
+    this.#settings.telemetry.lost(hold, reason);
     this.forget(hold);
     hold.lose(error);
     this.#events.emit('lockLost', { name: hold.name, key: hold.key, error });
@@ -240,6 +251,7 @@ export class Holds {
       );
     } catch (error) {
       if (this.#settings.isClosed()) return true;
+      this.#settings.telemetry.renewalFailed(protocol, holds.length);
       this.#events.emit('renewFailed', {
         names: holds.map((hold) => hold.name),
         error: toError(error),
@@ -249,6 +261,7 @@ export class Holds {
     }
     const renewed = protocol.renewOutcome(reply, holds.length);
     if (renewed === undefined) {
+      this.#settings.telemetry.renewalFailed(protocol, holds.length);
       this.#events.error(new LockError('REDIS_ERROR', 'Unexpected reply from the renewal script'));
       return false;
     }
@@ -272,7 +285,7 @@ export class Holds {
     const now = performance.now();
     const limitMs = this.#settings.longHoldWarningMs;
     for (const hold of holds) {
-      const heldMs = now - hold.heldSince;
+      const heldMs = now - hold.acquiredAt;
       if (hold.reportedLong || heldMs < limitMs) continue;
       hold.reportedLong = true;
       this.#events.emit('leaseHeldLong', { name: hold.name, key: hold.key, heldMs: Math.round(heldMs) });

@@ -97,6 +97,11 @@ export interface QueueProtocol {
 
 /** One kind's keys, scripts and reply meanings. */
 export interface Protocol {
+  /**
+   * The kind's name as telemetry shows it (`lock`, `fenced-lock`, `simple-lock`): public, the
+   * same for every lock of the kind.
+   */
+  readonly kind: string;
   /** Set when waiters queue in Redis and a free hands the lock to the first live one. */
   readonly queue: QueueProtocol | undefined;
   /**

@@ -125,6 +125,7 @@ const BAD_CLIENT_OPTIONS: readonly Case[] = [
     ['`subscriptionLingerMs`', '`-1` (number)'],
   ],
   ['keyPrefix a number', { keyPrefix: 7 }, ['`keyPrefix`', '`7` (number)']],
+  ['telemetry a string', { telemetry: 'on' }, ['`telemetry`', 'boolean', '"on" (string of length 2)']],
   [
     'keyPrefix too long',
     { keyPrefix: 'p'.repeat(MAX_PREFIX_LENGTH + 1) },
@@ -286,6 +287,7 @@ describe('validation: bad input is rejected before any Redis command', () => {
         commandTimeoutMs: 1,
         subscriptionLingerMs: 0,
         keyPrefix: 'p'.repeat(MAX_PREFIX_LENGTH),
+        telemetry: false,
       });
       expect(edge.lock('invoice:42').key).toBe(`${'p'.repeat(MAX_PREFIX_LENGTH)}invoice:42`);
       await edge.close();

@@ -85,6 +85,7 @@ export function reentrantProtocol(fenced: boolean): Protocol {
         request === undefined ? [key, waitQueueKey(key)] : [key, request, waitQueueKey(key)];
 
   return {
+    kind: fenced ? 'fenced-lock' : 'lock',
     queue: {
       withdraw(target: Target, field: string, entry: string, handed: boolean): ScriptCall {
         return {

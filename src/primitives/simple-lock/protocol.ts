@@ -43,6 +43,7 @@ function releaseOutcome(reply: unknown): ReleaseOutcome | undefined {
  * @internal
  */
 export const SIMPLE_LOCK_PROTOCOL: Protocol = {
+  kind: 'simple-lock',
   queue: undefined,
   needsProof: false,
   poll: POLL,

@@ -1,0 +1,305 @@
+import { createRequire } from 'node:module';
+import type * as OpenTelemetry from '@opentelemetry/api';
+import { LockNotOwnedError, type LockLostReason } from '../errors.js';
+import type { Hold } from './hold.js';
+import type { Lease } from './lease.js';
+import type { Protocol, Target } from './types.js';
+
+/** The name of latchkey's tracer and meter. */
+export const INSTRUMENTATION_NAME = 'latchkey';
+/** latchkey's version, as its tracer and meter report it; a unit test keeps it equal to package.json's. */
+export const LIBRARY_VERSION = '0.1.0';
+
+/** The parts of `@opentelemetry/api` latchkey uses. @internal */
+export type OpenTelemetryApi = Pick<typeof OpenTelemetry, 'trace' | 'metrics' | 'SpanStatusCode'>;
+
+/** How an acquire call ended, as its span and the wait histogram say it. @internal */
+export type AcquireOutcomeName =
+  /** The lock was taken (a first acquisition or a re-entry). */
+  | 'acquired'
+  /** One try (`waitMs` 0) found the lock held. */
+  | 'busy'
+  /** `waitMs` ran out while another owner held the lock. */
+  | 'timeout'
+  /** The caller's signal aborted. */
+  | 'aborted'
+  /** Anything else: a Redis failure, a lost hold, a closed client. */
+  | 'error';
+
+/** How a release call ended, as its span says it. @internal */
+export type ReleaseOutcomeName = 'released' | 'partial' | 'not-owner' | 'error';
+
+/**
+ * What the engine reports to OpenTelemetry, at the points where it knows it. The engine holds
+ * one per client: {@link NO_TELEMETRY} when telemetry is off or `@opentelemetry/api` is not
+ * installed, so the hot path then costs a call to an empty function and allocates nothing.
+ *
+ * Nothing here ever carries an owner's identity (a hash field, a client id, a simple lock's
+ * token): only the lock's name, its kind and what happened.
+ * @internal
+ */
+export interface Telemetry {
+  /** False for {@link NO_TELEMETRY}: callers skip building what only telemetry needs. */
+  readonly enabled: boolean;
+  /** Runs one acquire call (`run`) in a span and records its outcome and wait. */
+  acquire<L extends Lease>(
+    target: Target,
+    waitMs: number,
+    signal: AbortSignal | undefined,
+    run: () => Promise<L | null>,
+  ): Promise<L | null>;
+  /** Runs one release call (`run`) of `hold` in a span. */
+  release(hold: Hold, run: () => Promise<void>): Promise<void>;
+  /** A local waiter of `target` started (+1) or stopped (-1) waiting. */
+  waiting(target: Target, delta: 1 | -1): void;
+  /** `hold` was confirmed for the first time: its hold time starts now. */
+  held(hold: Hold): void;
+  /** `hold` ended (its last release, or its loss): records its hold time, once. */
+  ended(hold: Hold): void;
+  /** `hold` was declared lost. */
+  lost(hold: Hold, reason: LockLostReason): void;
+  /** A renewal call for `count` holds of one kind failed (it is retried). */
+  renewalFailed(protocol: Protocol, count: number): void;
+}
+
+/** Telemetry that reports nothing. @internal */
+export const NO_TELEMETRY: Telemetry = Object.freeze({
+  enabled: false,
+  acquire: <L extends Lease>(
+    _target: Target,
+    _waitMs: number,
+    _signal: AbortSignal | undefined,
+    run: () => Promise<L | null>,
+  ) => run(),
+  release: (_hold: Hold, run: () => Promise<void>) => run(),
+  waiting: () => undefined,
+  held: () => undefined,
+  ended: () => undefined,
+  lost: () => undefined,
+  renewalFailed: () => undefined,
+});
+
+/** Loads a package by name, as `require` does; throws when it cannot. @internal */
+export type ModuleLoader = (id: string) => unknown;
+
+/** Node's resolution from this file: the same copy the application would find beside latchkey. */
+function requireFromHere(id: string): unknown {
+  // The CommonJS build has __filename; the ESM build has none, and import.meta.url instead.
+  // (tsup's shim for import.meta.url in CommonJS builds a URL from the path unescaped, so a
+  // directory with `#` or `%` in its name would resolve from the wrong place.)
+  const here = typeof __filename === 'string' ? __filename : import.meta.url;
+  return createRequire(here)(id);
+}
+
+/**
+ * `@opentelemetry/api` if it can be loaded and has what latchkey uses (trace and metrics: 1.3 or
+ * later), else undefined. Never throws: telemetry is optional, and a missing or broken API must
+ * not stop a lock from working.
+ * @internal
+ */
+export function loadOpenTelemetry(load: ModuleLoader = requireFromHere): OpenTelemetryApi | undefined {
+  let api: Partial<OpenTelemetryApi> | undefined;
+  try {
+    api = load('@opentelemetry/api') as Partial<OpenTelemetryApi> | undefined;
+  } catch {
+    return undefined;
+  }
+  if (
+    typeof api?.trace?.getTracer !== 'function' ||
+    typeof api.metrics?.getMeter !== 'function' ||
+    typeof api.SpanStatusCode?.ERROR !== 'number'
+  ) {
+    return undefined;
+  }
+  return api as OpenTelemetryApi;
+}
+
+/** The process's `@opentelemetry/api`, looked up once, on the first client that wants telemetry. */
+let processApi: { readonly api: OpenTelemetryApi | undefined } | undefined;
+
+/** {@link loadOpenTelemetry}, cached for the process. @internal */
+export function openTelemetry(): OpenTelemetryApi | undefined {
+  processApi ??= { api: loadOpenTelemetry() };
+  return processApi.api;
+}
+
+/**
+ * Telemetry on `api`'s global tracer and meter providers, or {@link NO_TELEMETRY} without an API.
+ * The meter is taken now: a MeterProvider registered after this is not seen (traces go through
+ * the API's proxy, so a TracerProvider registered later is).
+ * @internal
+ */
+export function createTelemetry(api: OpenTelemetryApi | undefined): Telemetry {
+  return api === undefined ? NO_TELEMETRY : new OpenTelemetryReporter(api);
+}
+
+/** Attribute names, in OpenTelemetry's dotted style under latchkey's namespace. */
+const NAME = 'latchkey.lock.name';
+const KIND = 'latchkey.lock.kind';
+const HOLD_COUNT = 'latchkey.lock.hold_count';
+const ACQUIRE_OUTCOME = 'latchkey.acquire.outcome';
+const WAITED_MS = 'latchkey.acquire.waited_ms';
+const RELEASE_OUTCOME = 'latchkey.release.outcome';
+const LOST_REASON = 'latchkey.lease.lost_reason';
+
+/**
+ * Metric attributes name the kind, never the lock: lock names often carry ids (`invoice:42`),
+ * and one series per id would grow without bound. Spans carry the name.
+ */
+type KindAttributes = Readonly<Record<string, string>>;
+
+class OpenTelemetryReporter implements Telemetry {
+  readonly enabled = true;
+  readonly #api: OpenTelemetryApi;
+  readonly #tracer: OpenTelemetry.Tracer;
+  readonly #acquireWait: OpenTelemetry.Histogram;
+  readonly #holdDuration: OpenTelemetry.Histogram;
+  readonly #acquisitions: OpenTelemetry.Counter;
+  readonly #timeouts: OpenTelemetry.Counter;
+  readonly #leasesLost: OpenTelemetry.Counter;
+  readonly #renewalsFailed: OpenTelemetry.Counter;
+  readonly #waiters: OpenTelemetry.UpDownCounter;
+  /** Metric attributes, made once per kind and per (kind, outcome or reason). */
+  readonly #attributes = new Map<string, KindAttributes>();
+
+  constructor(api: OpenTelemetryApi) {
+    this.#api = api;
+    this.#tracer = api.trace.getTracer(INSTRUMENTATION_NAME, LIBRARY_VERSION);
+    const meter = api.metrics.getMeter(INSTRUMENTATION_NAME, LIBRARY_VERSION);
+    this.#acquireWait = meter.createHistogram('latchkey.acquire.wait', {
+      description: 'Time from an acquire call to its outcome (latchkey.acquire.outcome).',
+      unit: 'ms',
+    });
+    this.#holdDuration = meter.createHistogram('latchkey.hold.duration', {
+      description:
+        'Time a lock was held: from its first acquisition to the release that freed it, or its loss.',
+      unit: 'ms',
+    });
+    this.#acquisitions = meter.createCounter('latchkey.acquisitions', {
+      description: 'Acquisitions, re-entries included.',
+      unit: '{acquisition}',
+    });
+    this.#timeouts = meter.createCounter('latchkey.acquire.timeouts', {
+      description: 'Acquire calls whose waitMs ran out while another owner held the lock.',
+      unit: '{timeout}',
+    });
+    this.#leasesLost = meter.createCounter('latchkey.leases.lost', {
+      description: 'Holds declared lost, by reason (latchkey.lease.lost_reason).',
+      unit: '{lease}',
+    });
+    this.#renewalsFailed = meter.createCounter('latchkey.renewals.failed', {
+      description: 'Held locks whose renewal call failed (the watchdog retries it).',
+      unit: '{lock}',
+    });
+    this.#waiters = meter.createUpDownCounter('latchkey.waiters', {
+      description: 'Acquire calls of this process waiting for a lock held by another owner.',
+      unit: '{waiter}',
+    });
+  }
+
+  async acquire<L extends Lease>(
+    target: Target,
+    waitMs: number,
+    signal: AbortSignal | undefined,
+    run: () => Promise<L | null>,
+  ): Promise<L | null> {
+    const kind = target.protocol.kind;
+    const span = this.#tracer.startSpan('latchkey.acquire', {
+      attributes: { [NAME]: target.name, [KIND]: kind },
+    });
+    const startedAt = performance.now();
+    let outcome: AcquireOutcomeName = 'error';
+    try {
+      const lease = await run();
+      if (lease === null) {
+        outcome = waitMs === 0 ? 'busy' : 'timeout';
+      } else {
+        outcome = 'acquired';
+        span.setAttribute(HOLD_COUNT, lease.holdCount);
+      }
+      return lease;
+    } catch (error) {
+      if (signal?.aborted === true && error === signal.reason) {
+        outcome = 'aborted';
+      } else {
+        this.#failed(span, error);
+      }
+      throw error;
+    } finally {
+      const waitedMs = performance.now() - startedAt;
+      span.setAttributes({ [ACQUIRE_OUTCOME]: outcome, [WAITED_MS]: waitedMs });
+      span.end();
+      this.#acquireWait.record(waitedMs, this.#with(kind, ACQUIRE_OUTCOME, outcome));
+      if (outcome === 'acquired') this.#acquisitions.add(1, this.#of(kind));
+      else if (outcome === 'timeout') this.#timeouts.add(1, this.#of(kind));
+    }
+  }
+
+  async release(hold: Hold, run: () => Promise<void>): Promise<void> {
+    const span = this.#tracer.startSpan('latchkey.release', {
+      attributes: { [NAME]: hold.name, [KIND]: hold.target.protocol.kind },
+    });
+    let outcome: ReleaseOutcomeName = 'error';
+    try {
+      await run();
+      outcome = hold.count === 0 ? 'released' : 'partial';
+      span.setAttribute(HOLD_COUNT, hold.count);
+    } catch (error) {
+      if (error instanceof LockNotOwnedError) outcome = 'not-owner';
+      this.#failed(span, error);
+      throw error;
+    } finally {
+      span.setAttribute(RELEASE_OUTCOME, outcome);
+      span.end();
+    }
+  }
+
+  waiting(target: Target, delta: 1 | -1): void {
+    this.#waiters.add(delta, this.#of(target.protocol.kind));
+  }
+
+  held(hold: Hold): void {
+    hold.heldSince = performance.now();
+  }
+
+  ended(hold: Hold): void {
+    const since = hold.heldSince;
+    if (since === undefined) return;
+    hold.heldSince = undefined;
+    this.#holdDuration.record(performance.now() - since, this.#of(hold.target.protocol.kind));
+  }
+
+  lost(hold: Hold, reason: LockLostReason): void {
+    this.#leasesLost.add(1, this.#with(hold.target.protocol.kind, LOST_REASON, reason));
+  }
+
+  renewalFailed(protocol: Protocol, count: number): void {
+    this.#renewalsFailed.add(count, this.#of(protocol.kind));
+  }
+
+  /** Marks `span` failed. Error messages name locks, never owners, so they may be shown. */
+  #failed(span: OpenTelemetry.Span, error: unknown): void {
+    const shown = error instanceof Error ? error : new Error(String(error));
+    span.recordException(shown);
+    span.setStatus({ code: this.#api.SpanStatusCode.ERROR, message: shown.message });
+  }
+
+  #of(kind: string): KindAttributes {
+    let attributes = this.#attributes.get(kind);
+    if (attributes === undefined) {
+      attributes = { [KIND]: kind };
+      this.#attributes.set(kind, attributes);
+    }
+    return attributes;
+  }
+
+  #with(kind: string, name: string, value: string): KindAttributes {
+    const id = `${kind}\n${name}\n${value}`;
+    let attributes = this.#attributes.get(id);
+    if (attributes === undefined) {
+      attributes = { [KIND]: kind, [name]: value };
+      this.#attributes.set(id, attributes);
+    }
+    return attributes;
+  }
+}
