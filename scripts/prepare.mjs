@@ -47,5 +47,7 @@ if (cli === undefined) {
   }
   console.log('prepare: dev dependencies not installed; skipped building dist/ (`npm run build` does it)');
 } else {
-  run('tsup', [cli]);
+  // Quiet unless something fails: this runs inside every `npm ci`.
+  run('tsup', [cli, '--silent']);
+  console.log('prepare: built dist/ (ESM and CommonJS, with types)');
 }
