@@ -159,7 +159,9 @@ function main() {
   // Rewritten only when it changed, and then by rename: `npm pack` (run by a test) rebuilds the
   // table while other test processes may be importing it, and must never show them half a file.
   if (existsSync(outFile) && readFileSync(outFile, 'utf8') === out) {
-    console.log(`${scripts.length} Lua scripts already embedded in ${relative(root, outFile)}`);
+    console.log(
+      `embedded ${scripts.length} Lua scripts into ${relative(root, outFile)} (already up to date)`,
+    );
     return;
   }
   mkdirSync(dirname(outFile), { recursive: true });

@@ -550,8 +550,9 @@ class DockerRedis implements RedisInstance {
 // Public entry points.
 
 /**
- * Set (to '1') by the global set-up once it has printed how to get Redis, so that test files
- * that then cannot start a server of their own say so in one line instead of repeating it.
+ * Set by the global set-up once it has printed how to get Redis, so that each test file that
+ * then has none says so in one line instead of repeating the guidance:
+ * 'no-own-server' (only REDIS_URL works) or 'none' (no Redis at all).
  */
 const GUIDANCE_SHOWN_ENV = 'LATCHKEY_TEST_REDIS_GUIDANCE_SHOWN';
 
@@ -571,8 +572,13 @@ function noRedisMessage(dockerReason: string, headline: readonly string[]): stri
   ].join('\n');
 }
 
+function noRedisError(): Error {
+  return new Error('No Redis for this test: see the message at the start of the run for how to get one.');
+}
+
 function noOwnServerError(dockerReason: string): Error {
-  if (process.env[GUIDANCE_SHOWN_ENV] === '1') {
+  if (process.env[GUIDANCE_SHOWN_ENV] === 'none') return noRedisError();
+  if (process.env[GUIDANCE_SHOWN_ENV] === 'no-own-server') {
     return new Error(
       'This test needs a Redis server of its own (REDIS_URL is not enough), and there is no ' +
         'redis-server on PATH and no Docker engine; see the note at the start of the run.',
@@ -628,14 +634,18 @@ export async function redisAvailability(): Promise<RedisAvailability> {
   return { ok: false, message: noRedisMessage(docker.unavailable, [NO_SERVER]) };
 }
 
-/** For the global set-up: the guidance has been printed once for this run. */
-export function markGuidanceShown(): void {
-  process.env[GUIDANCE_SHOWN_ENV] = '1';
+/**
+ * For the global set-up: the guidance has been printed once for this run, and what it found
+ * (set before vitest starts the worker processes, which inherit it).
+ */
+export function markGuidanceShown(found: 'none' | 'no-own-server'): void {
+  process.env[GUIDANCE_SHOWN_ENV] = found;
 }
 
 type OwnedRedis = ProcessRedis | DockerRedis;
 
 async function startOwnedRedis(args: readonly string[]): Promise<OwnedRedis> {
+  if (process.env[GUIDANCE_SHOWN_ENV] === 'none') throw noRedisError();
   if (hasRedisServerBinary()) return startProcessRedis(args);
 
   const docker = await dockerRuntime();
@@ -655,6 +665,8 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
  * Do not kill or pause the returned instance; take your own from startRedis() for that.
  */
 export async function sharedRedis(): Promise<{ url: string; instance?: RedisInstance }> {
+  // 'none' also covers a REDIS_URL that did not answer: every test would fail on it alike.
+  if (process.env[GUIDANCE_SHOWN_ENV] === 'none') throw noRedisError();
   const fromEnv = process.env['REDIS_URL'];
   if (fromEnv !== undefined && fromEnv !== '') return { url: fromEnv };
 

@@ -1,8 +1,8 @@
 /**
  * The test harness on a machine without Redis: vitest's global set-up (test/support/
- * global-setup.ts) prints how to get Redis once and ends the run, before any test file starts
- * a server — rather than every file printing the same guidance and tearing down what it never
- * started. Runs vitest in a child process whose PATH holds only `node`.
+ * global-setup.ts) prints how to get Redis once; each file that needs Redis then fails with one
+ * line, without tearing down what it never started, and tests that need no Redis still pass.
+ * Runs vitest in a child process whose PATH holds only `node`.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
@@ -13,15 +13,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const VITEST = join(ROOT, 'node_modules', 'vitest', 'vitest.mjs');
-// Two files that need a server of their own, and one that uses the shared one.
+// Two files that need a server of their own, one that uses the shared one, one without Redis.
 const FILES = [
   'test/integration/harness.test.ts',
   'test/integration/script-flush.test.ts',
   'test/integration/lock-api.test.ts',
+  'test/unit/keys.test.ts',
 ];
 const GUIDANCE = 'latchkey tests need a real Redis server (never a mock)';
-// Vitest itself starts in a second or two; every file starting would take far longer.
-const FAST_MS = 15_000;
+const ONE_LINE = 'Error: No Redis for this test: see the message at the start of the run';
+// Without the global check, each file probes for Docker on its own: several seconds apiece.
+const FAST_MS = 20_000;
 
 /** Whether a Docker engine answers, as the harness would find it (then it has Redis after all). */
 async function dockerAnswers(): Promise<boolean> {
@@ -47,7 +49,7 @@ describe('the harness without redis-server, Docker or REDIS_URL', () => {
     rmSync(bin, { recursive: true, force: true });
   });
 
-  it('prints the guidance once, runs no test file and exits 1 quickly', async (context) => {
+  it('prints the guidance once, then each Redis file fails in one line; the rest pass', async (context) => {
     if (docker) context.skip('a Docker engine answers here, so the harness would use it');
     const startedAt = performance.now();
     // The default reporter only: the JSON report file belongs to the run this test is part of.
@@ -62,11 +64,15 @@ describe('the harness without redis-server, Docker or REDIS_URL', () => {
     const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
     const tookMs = performance.now() - startedAt;
 
-    expect(code, output).toBe(1);
-    expect(output.split(GUIDANCE).length - 1, output).toBe(1);
-    expect(output).toContain('apt-get install -y redis-server');
-    expect(output).not.toContain('TypeError');
-    expect(output).not.toMatch(/Test Files/);
+    const plain = output.replace(/\x1b\[[0-9;]*m/g, '');
+    expect(code, plain).toBe(1);
+    expect(plain.split(GUIDANCE).length - 1, plain).toBe(1);
+    expect(plain).toContain('apt-get install -y redis-server');
+    // harness.test.ts has two suites that need Redis; the other two files one each.
+    expect(plain.split(ONE_LINE).length - 1, plain).toBe(4);
+    expect(plain).not.toContain('TypeError');
+    expect(plain).toMatch(/✓ test\/unit\/keys\.test\.ts/);
+    expect(plain).toMatch(/Test Files +3 failed \| 1 passed \(4\)/);
     expect(tookMs).toBeLessThan(FAST_MS);
   }, 30_000);
 });
