@@ -10,6 +10,8 @@ export default defineConfig({
   resolve: redisModule ? { alias: { redis: redisModule } } : {},
   test: {
     include: ['test/**/*.test.ts'],
+    // Checks once that Redis can be had, so that a machine without it gets one message.
+    globalSetup: ['test/support/global-setup.ts'],
     // Each test file runs in its own process and starts its own redis-server; two at a time
     // fits a two-core machine without starving the timing-sensitive tests.
     pool: 'forks',

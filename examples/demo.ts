@@ -26,10 +26,13 @@ const EXAMPLES: readonly Example[] = [
   { name: 'nested-reentrancy', shows: 'nested async functions re-enter the lock they already hold' },
   {
     name: 'batch-job-watchdog',
-    shows: 'a long job keeps its lock through the watchdog, and stops when it loses it',
+    shows: 'a long job keeps its lock through watchdog renewals, and stops when it is force-unlocked',
   },
   { name: 'waiters-pubsub', shows: 'waiters handed the lock one by one by unlock messages' },
-  { name: 'coupon-claim', shows: 'three processes share a coupon stock without overselling it' },
+  {
+    name: 'coupon-claim',
+    shows: 'three processes oversell a coupon stock without a lock, and sell it exactly with latchkey',
+  },
   {
     name: 'fenced-writes',
     shows: 'fencing tokens: a store refuses the late write of a holder whose lease ran out',

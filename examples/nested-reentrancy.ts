@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from 'redis';
-import { LockClient } from '../src/index.js';
+import { LockClient } from 'latchkey';
 
 const url = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
 // A prefix of its own, so the example never touches keys it did not create.

@@ -2,7 +2,7 @@
 // Embeds lua-scripts/**/*.lua into src/scripts/generated.ts, so the library never reads a
 // script from disk at run time, and refuses a script whose contract header and body disagree.
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -156,8 +156,18 @@ function main() {
     `import type { LuaScript } from './script.js';\n\n` +
     `/** @internal */\n` +
     `export const luaScripts = {\n${entries}\n} as const satisfies Record<string, LuaScript>;\n`;
+  // Rewritten only when it changed, and then by rename: `npm pack` (run by a test) rebuilds the
+  // table while other test processes may be importing it, and must never show them half a file.
+  if (existsSync(outFile) && readFileSync(outFile, 'utf8') === out) {
+    console.log(
+      `embedded ${scripts.length} Lua scripts into ${relative(root, outFile)} (already up to date)`,
+    );
+    return;
+  }
   mkdirSync(dirname(outFile), { recursive: true });
-  writeFileSync(outFile, out);
+  const partial = `${outFile}.${process.pid}.tmp`;
+  writeFileSync(partial, out);
+  renameSync(partial, outFile);
   console.log(`embedded ${scripts.length} Lua scripts into ${relative(root, outFile)}`);
 }
 

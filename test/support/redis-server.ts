@@ -549,9 +549,18 @@ class DockerRedis implements RedisInstance {
 // ---------------------------------------------------------------------------------------
 // Public entry points.
 
-function noRedisMessage(dockerReason: string): string {
-  const lines = [
-    'latchkey tests need a real Redis server (never a mock), and none could be started.',
+/**
+ * Set by the global set-up once it has printed how to get Redis, so that each test file that
+ * then has none says so in one line instead of repeating the guidance:
+ * 'no-own-server' (only REDIS_URL works) or 'none' (no Redis at all).
+ */
+const GUIDANCE_SHOWN_ENV = 'LATCHKEY_TEST_REDIS_GUIDANCE_SHOWN';
+
+const NO_SERVER = 'latchkey tests need a real Redis server (never a mock), and none could be started.';
+
+function noRedisMessage(dockerReason: string, headline: readonly string[]): string {
+  return [
+    ...headline,
     'Do one of the following:',
     '  - install redis-server so it is on PATH (Debian/Ubuntu: `apt-get install -y redis-server`;',
     '    macOS: `brew install redis`); tests spawn their own servers on free loopback ports;',
@@ -560,20 +569,87 @@ function noRedisMessage(dockerReason: string): string {
     '    of the other two options;',
     '  - run a Docker engine; the `redis:7` image is then started through testcontainers.',
     `(Docker check: ${dockerReason})`,
-  ];
-  if (process.env['REDIS_URL'] !== undefined) {
-    lines.splice(1, 0, 'REDIS_URL is set, but this test needs a server it can stop, pause or reconfigure.');
+  ].join('\n');
+}
+
+function noRedisError(): Error {
+  return new Error('No Redis for this test: see the message at the start of the run for how to get one.');
+}
+
+function noOwnServerError(dockerReason: string): Error {
+  if (process.env[GUIDANCE_SHOWN_ENV] === 'none') return noRedisError();
+  if (process.env[GUIDANCE_SHOWN_ENV] === 'no-own-server') {
+    return new Error(
+      'This test needs a Redis server of its own (REDIS_URL is not enough), and there is no ' +
+        'redis-server on PATH and no Docker engine; see the note at the start of the run.',
+    );
   }
-  return lines.join('\n');
+  const headline =
+    process.env['REDIS_URL'] === undefined
+      ? [NO_SERVER]
+      : [NO_SERVER, 'REDIS_URL is set, but this test needs a server it can stop, pause or reconfigure.'];
+  return new Error(noRedisMessage(dockerReason, headline));
+}
+
+export type RedisAvailability =
+  { readonly ok: true; readonly note?: string } | { readonly ok: false; readonly message: string };
+
+/**
+ * Whether the harness can get Redis at all, for the global set-up to check once per run:
+ * a redis-server binary or a Docker engine, or else REDIS_URL (then with a note that tests
+ * needing servers of their own will fail). A REDIS_URL that does not answer is not enough.
+ */
+export async function redisAvailability(): Promise<RedisAvailability> {
+  const url = process.env['REDIS_URL'] ?? '';
+  if (url !== '') {
+    let target: URL | undefined;
+    try {
+      target = new URL(url);
+    } catch {
+      return { ok: false, message: 'REDIS_URL is set but is not a URL (expected redis://host:port).' };
+    }
+    if (target.protocol === 'redis:') {
+      const port = target.port === '' ? 6379 : Number(target.port);
+      const host = target.hostname.replace(/^\[|\]$/g, '') || LOOPBACK;
+      // Anything but no answer will do: an -NOAUTH reply still proves a server is there.
+      const outcome = await pingRedis(host, port, 2_000);
+      if (outcome === 'refused' || outcome === 'timeout') {
+        return {
+          ok: false,
+          message: `REDIS_URL points at ${host}:${port}, which does not answer (${outcome}). Start that server, or unset REDIS_URL so the tests start their own.`,
+        };
+      }
+    }
+  }
+  if (hasRedisServerBinary()) return { ok: true };
+  const docker = await dockerRuntime();
+  if (!('unavailable' in docker)) return { ok: true };
+  if (url !== '') {
+    const headline = [
+      'Note: the tests use the Redis at REDIS_URL, but there is no redis-server on PATH and no',
+      'Docker engine, so the tests that stop, pause or reconfigure a server of their own will fail.',
+    ];
+    return { ok: true, note: noRedisMessage(docker.unavailable, headline) };
+  }
+  return { ok: false, message: noRedisMessage(docker.unavailable, [NO_SERVER]) };
+}
+
+/**
+ * For the global set-up: the guidance has been printed once for this run, and what it found
+ * (set before vitest starts the worker processes, which inherit it).
+ */
+export function markGuidanceShown(found: 'none' | 'no-own-server'): void {
+  process.env[GUIDANCE_SHOWN_ENV] = found;
 }
 
 type OwnedRedis = ProcessRedis | DockerRedis;
 
 async function startOwnedRedis(args: readonly string[]): Promise<OwnedRedis> {
+  if (process.env[GUIDANCE_SHOWN_ENV] === 'none') throw noRedisError();
   if (hasRedisServerBinary()) return startProcessRedis(args);
 
   const docker = await dockerRuntime();
-  if ('unavailable' in docker) throw new Error(noRedisMessage(docker.unavailable));
+  if ('unavailable' in docker) throw noOwnServerError(docker.unavailable);
   const container = await startContainer(docker.module, args, undefined);
   return new DockerRedis(docker.module, args, container);
 }
@@ -589,6 +665,8 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
  * Do not kill or pause the returned instance; take your own from startRedis() for that.
  */
 export async function sharedRedis(): Promise<{ url: string; instance?: RedisInstance }> {
+  // 'none' also covers a REDIS_URL that did not answer: every test would fail on it alike.
+  if (process.env[GUIDANCE_SHOWN_ENV] === 'none') throw noRedisError();
   const fromEnv = process.env['REDIS_URL'];
   if (fromEnv !== undefined && fromEnv !== '') return { url: fromEnv };
 

@@ -1,0 +1,71 @@
+/**
+ * `npm run demo` end to end: examples/demo.ts runs every example, each in a process of its own,
+ * against the harness's server, as a newcomer's first command does. Each example checks its own
+ * claims and exits non-zero if one fails; this test also checks that the output shows them.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { sharedRedis } from '../support/redis-server.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+// The examples take ~15 s in all on an idle machine; tsx start-up on a busy one adds more.
+const DEMO_TIMEOUT_MS = 90_000;
+
+function runDemo(url: string): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'examples/demo.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, REDIS_URL: url },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, output })));
+}
+
+/** The part of the demo's output that one example printed. */
+function section(output: string, name: string): string {
+  const start = output.search(new RegExp(`── \\d+/\\d+ {2}${name} `));
+  if (start === -1) return '';
+  const end = output.indexOf('\n── ', start + 1);
+  return output.slice(start, end === -1 ? undefined : end);
+}
+
+describe('npm run demo', () => {
+  let url: string;
+  let run: { code: number | null; output: string };
+
+  beforeAll(async () => {
+    ({ url } = await sharedRedis());
+    run = await runDemo(url);
+  }, DEMO_TIMEOUT_MS);
+
+  it('runs every example, and every one passes', () => {
+    expect(run.code, run.output).toBe(0);
+    expect(run.output).toContain('All 5 examples passed.');
+  });
+
+  it('coupon-claim: shows the overselling without a lock beside the exact sale with latchkey', () => {
+    const coupons = section(run.output, 'coupon-claim');
+    const round1 = coupons.slice(coupons.indexOf('Round 1, WITHOUT a lock'), coupons.indexOf('Round 2'));
+    const round2 = coupons.slice(coupons.indexOf('Round 2, WITH latchkey'));
+    expect(round1, coupons).toMatch(/^Round 1, WITHOUT a lock/);
+    // Overselling is a race, so the example allows for a round the timing let through.
+    expect(round1).toMatch(/OVERSOLD: \d+ claims for 20 coupons|the timing let it through/);
+    expect(round2, coupons).toMatch(/^Round 2, WITH latchkey/);
+    expect(round2).toContain('coupons sold more than once: 0; stock left: 0');
+    expect(round2).toContain('Sold out exactly: 20 claims, each coupon once.');
+  });
+
+  it('batch-job-watchdog: the PTTL column shows renewals, and a force-unlocked job starts no further batch', () => {
+    const batch = section(run.output, 'batch-job-watchdog');
+    expect(batch, run.output).toContain('PTTL now');
+    expect(batch).toMatch(/\d+\/8 +\d+ ms +\d+ ms +↑+ renewed/);
+    expect(batch).toMatch(/the watchdog renewed the lock \d+ times/);
+    expect(batch).toMatch(/operator: forceUnlock\(\) -> true, while batch 3 runs/);
+    expect(batch).toMatch(/lease\.signal aborted: batch [45]\/8 not started/);
+    expect(batch).toMatch(/job stopped after batch [34]\/8, with LockLostError/);
+    expect(batch).not.toContain('batch 8/8 exported');
+  });
+});
