@@ -1,6 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { fencingTokenKey, waitQueueKey } from '../keys.js';
 import type { Connection } from './connection.js';
+import { CliError, ExitCode } from './exit-codes.js';
 
 /**
  * What a key holds, as the CLI tells it:
@@ -155,7 +156,13 @@ async function readLayout(redis: Connection, key: string, details: boolean): Pro
       throw redis.failure(failed, `reading ${JSON.stringify(key)}`);
     }
     const [typeNow, pttl, ...rest] = replies;
-    if (text(typeNow) !== type && attempt < READ_ATTEMPTS) {
+    if (text(typeNow) !== type) {
+      if (attempt >= READ_ATTEMPTS) {
+        throw new CliError(
+          ExitCode.REDIS,
+          `The key ${JSON.stringify(key)} changed type ${READ_ATTEMPTS} times while it was read; try again.`,
+        );
+      }
       type = text(typeNow);
       continue;
     }

@@ -19,7 +19,7 @@ function question(before: Snapshot): string {
   const key = before.key === before.name ? '' : ` (key ${JSON.stringify(before.key)})`;
   return (
     `Force-unlock ${kindText(before)} ${JSON.stringify(before.name)}${key}: ${what}.\n` +
-    'Its holders lose it (latchkey holders at their next renewal), and the next waiter gets it.\n' +
+    'Its holders lose it (a latchkey holder notices at its next renewal or when its lease ends), and the next waiter gets it.\n' +
     'Type the lock name to confirm: '
   );
 }
