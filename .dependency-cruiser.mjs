@@ -1,8 +1,9 @@
 // Layering of src/ (DESIGN.md, "Architecture: one engine, many primitives"; STYLE.md rule 4).
-// Imports point down only: client/index -> primitives -> engine -> topology -> redis, with
+// Imports point down only: cli -> client/index -> primitives -> engine -> topology -> redis, with
 // scripts/ (the runner and the generated script table) between topology and redis, and the root
-// leaves (errors, keys, validate, owner, options) importable from every layer. A rule about a
-// folder that does not exist yet matches nothing until it does.
+// leaves (errors, keys, validate, owner, options) importable from every layer. The operator CLI
+// (src/cli/) sits on top and uses the library as a user does. A rule about a folder that does
+// not exist yet matches nothing until it does.
 //
 // Paths are relative to the directory the cruise runs in, so the same rules check the real
 // tree (`npm run lint:layers`, run at the repository root) and the fixture tree of
@@ -11,8 +12,10 @@
 // Type-only imports count as imports (`tsPreCompilationDeps`): a type reaching up a layer
 // ties the lower layer to the upper one as much as a value does.
 
-/** The top of the tree: may import anything, imported by nothing in src/. */
+/** The top of the library: may import anything, imported by nothing in src/ but the CLI. */
 const TOP = '^src/(client|index)\\.ts$';
+/** The operator CLI, above the library. */
+const CLI = '^src/cli/';
 /** The root leaves, which every layer may import. */
 const LEAVES = '^src/(errors|keys|validate|owner|options)\\.ts$';
 /** The root leaves that need nothing from any layer, not even a type. */
@@ -21,6 +24,25 @@ const PLAIN_LEAVES = '^src/(errors|keys|validate|owner)\\.ts$';
 /** @type {import('dependency-cruiser').IConfiguration} */
 export default {
   forbidden: [
+    {
+      name: 'cli-on-top',
+      comment:
+        'The operator CLI is built on the library, never the other way round: nothing else in ' +
+        'src/ imports it, so the library and its bundles carry no CLI code.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: CLI },
+      to: { path: CLI },
+    },
+    {
+      name: 'cli-public-api',
+      comment:
+        'The CLI uses the library as a user does, through index/client, plus the root leaves ' +
+        '(keys for key names, validate for the name rules); reaching into the engine, a kind, ' +
+        'topology, scripts or redis would tie it to internals a refactor may move.',
+      severity: 'error',
+      from: { path: CLI },
+      to: { path: ['^src/engine/', '^src/primitives/', '^src/topology/', '^src/scripts/', '^src/redis/'] },
+    },
     {
       name: 'engine-not-above',
       comment:

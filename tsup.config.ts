@@ -26,4 +26,14 @@ export default defineConfig([
     // Defines `import.meta.url`, which only the ESM build reads (src/engine/telemetry.ts).
     shims: true,
   },
+  {
+    // The `latchkey` command (package.json `bin`): ESM only, no types, with the shebang that lets
+    // npm link it as an executable. `redis` and the library's dependencies stay external.
+    entry: { cli: 'src/cli/main.ts' },
+    format: ['esm'],
+    dts: false,
+    sourcemap: true,
+    target: 'node20',
+    banner: { js: '#!/usr/bin/env node' },
+  },
 ]);

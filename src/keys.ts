@@ -7,6 +7,10 @@
  * @internal
  */
 
+const REQUEST_PREFIX = 'latchkey_request';
+const QUEUE_PREFIX = 'latchkey_queue';
+const TOKEN_PREFIX = 'redisson_lock_token';
+
 function withSlotOf(prefix: string, key: string): string {
   return key.includes('{') ? `${prefix}:${key}` : `${prefix}:{${key}}`;
 }
@@ -26,7 +30,7 @@ export function unlockChannel(key: string): string {
  * it: incremented on every acquisition, never expired, so tokens never go back.
  */
 export function fencingTokenKey(key: string): string {
-  return withSlotOf('redisson_lock_token', key);
+  return withSlotOf(TOKEN_PREFIX, key);
 }
 
 /**
@@ -43,7 +47,7 @@ export function simpleUnlockChannel(key: string): string {
  * it records that a release deleted the lock, or that an acquire request was given up.
  */
 export function requestKey(key: string, requestId: string): string {
-  return `${withSlotOf('latchkey_request', key)}:${requestId}`;
+  return `${withSlotOf(REQUEST_PREFIX, key)}:${requestId}`;
 }
 
 /**
@@ -51,7 +55,7 @@ export function requestKey(key: string, requestId: string): string {
  * the lock so they can hand it straight to the next live waiter.
  */
 export function waitQueueKey(key: string): string {
-  return withSlotOf('latchkey_queue', key);
+  return withSlotOf(QUEUE_PREFIX, key);
 }
 
 /**
@@ -68,6 +72,14 @@ export function grantChannel(tag: string): string {
  */
 export function queueMember(ticket: string, leaseMs: number, channel: string, field: string): string {
   return `${ticket} ${leaseMs} ${channel} ${field}`;
+}
+
+/**
+ * Whether `key` is one of the keys latchkey keeps beside a lock (a request record, a wait queue,
+ * a fencing-token counter) rather than a lock itself, so a scan for locks can skip it.
+ */
+export function isCompanionKey(key: string): boolean {
+  return [REQUEST_PREFIX, QUEUE_PREFIX, TOKEN_PREFIX].some((prefix) => key.startsWith(`${prefix}:`));
 }
 
 /** The owner's hash field: `<clientId>:<ownerId>`, as Redisson's `<uuid>:<threadId>`. */

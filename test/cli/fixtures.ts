@@ -1,0 +1,87 @@
+/**
+ * Locks held in the test process for the CLI to look at, and the secrets the CLI must never
+ * print, read straight from Redis. Key names are spelt out (not taken from src/keys.ts), so a
+ * renamed key fails the tests.
+ */
+import type { AcquireOptions, Lease, LockHandle } from '../../src/index.js';
+import type { Redis } from '../support/resources.js';
+import { waitUntil } from '../support/wait.js';
+
+/** The wait queue of a lock key without a hash tag. */
+export function queueKeyOf(key: string): string {
+  return `latchkey_queue:{${key}}`;
+}
+
+/** The `--prefix` a handle was made with: its key minus its name. */
+export function prefixOf(handle: { readonly key: string; readonly name: string }): string {
+  return handle.key.slice(0, handle.key.length - handle.name.length);
+}
+
+export interface NestedHold {
+  /** Leaves every level; resolves once the lock was released. */
+  release(): Promise<void>;
+}
+
+/**
+ * Holds `handle` from `depth` nested `withLock` calls of one async context (hold count `depth`
+ * for a reentrant lock) until `release()`.
+ */
+export async function holdNested(
+  handle: LockHandle<Lease>,
+  depth: number,
+  options?: AcquireOptions,
+): Promise<NestedHold> {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  let entered!: () => void;
+  const inside = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  const nest = async (level: number): Promise<void> => {
+    await handle.withLock(async () => {
+      if (level < depth) {
+        await nest(level + 1);
+      } else {
+        entered();
+        await gate;
+      }
+    }, options);
+  };
+  const done = nest(1);
+  await Promise.race([inside, done]);
+  return {
+    release: async () => {
+      open();
+      await done;
+    },
+  };
+}
+
+/** Waits until the lock's wait queue holds `length` entries. */
+export async function waitForQueue(admin: Redis, key: string, length: number): Promise<void> {
+  await waitUntil(
+    `the queue of ${key} holds ${length} entries`,
+    async () => (await admin.lLen(queueKeyOf(key))) === length,
+  );
+}
+
+/**
+ * What must never appear in the CLI's output for the lock at `key`: the owner fields of a hash
+ * and their client ids, a string's token, and the wait queue's entries and their parts.
+ */
+export async function secretsOf(admin: Redis, key: string): Promise<string[]> {
+  const type = await admin.type(key);
+  const secrets: string[] = [];
+  if (type === 'hash') {
+    for (const field of await admin.hKeys(key)) secrets.push(field, field.split(':')[0] ?? field);
+  } else if (type === 'string') {
+    secrets.push((await admin.get(key)) ?? '');
+  }
+  for (const entry of await admin.lRange(queueKeyOf(key), 0, -1)) {
+    secrets.push(entry, ...entry.split(' ').filter((part) => part.length >= 8));
+  }
+  if (secrets.length === 0) throw new Error(`no secrets found for ${key}: is the lock held?`);
+  return secrets;
+}
