@@ -3,8 +3,7 @@ import type { EventEmitter } from 'eventemitter3';
 import { ClientClosedError } from '../errors.js';
 import { grantChannel } from '../keys.js';
 import type { LockClientEvents } from '../options.js';
-import type { LockRedisClient, LockSubscriberClient } from '../redis/connection.js';
-import { openSubscriber } from '../redis/node-redis.js';
+import type { RedisConnection, Subscriber } from '../redis/connection.js';
 import { ScriptRunner } from '../scripts/runner.js';
 import { Acquirer } from './acquire.js';
 import { Calls } from './calls.js';
@@ -14,6 +13,7 @@ import type { Hold } from './hold.js';
 import { Holds } from './holds.js';
 import type { Lease, LeaseFactory, LeaseHost } from './lease.js';
 import { Notifications } from './notifications.js';
+import { ServerCheck } from './server-check.js';
 import type { Target } from './types.js';
 
 /**
@@ -40,15 +40,16 @@ export interface EngineSettings {
 export class Engine {
   /** Secret: part of every owner field. Never shown in a message, an event or a log line. */
   readonly clientId = randomUUID();
-  readonly #redis: LockRedisClient;
+  readonly #redis: RedisConnection;
   readonly #events: Events;
   readonly #calls: Calls;
   readonly #holds: Holds;
   readonly #notifications: Notifications;
   readonly #acquirer: Acquirer;
+  readonly #server: ServerCheck;
   #closed = false;
 
-  constructor(redis: LockRedisClient, emitter: EventEmitter<LockClientEvents>, settings: EngineSettings) {
+  constructor(redis: RedisConnection, emitter: EventEmitter<LockClientEvents>, settings: EngineSettings) {
     this.#redis = redis;
     this.#events = new Events(emitter);
     const isClosed = (): boolean => this.#closed;
@@ -58,6 +59,7 @@ export class Engine {
       settings.commandTimeoutMs,
       isClosed,
     );
+    this.#server = new ServerCheck(this.#calls);
     const chains = new OperationChains();
     this.#holds = new Holds(this.#calls, chains, this.#events, {
       watchdogTimeoutMs: settings.watchdogTimeoutMs,
@@ -101,7 +103,10 @@ export class Engine {
     if (this.#closed) throw new ClientClosedError();
   }
 
-  /** See {@link Acquirer.acquire}. */
+  /**
+   * See {@link Acquirer.acquire}. The first acquire of a client checks the server's version
+   * first; its wait counts from the start of the call.
+   */
   acquire<L extends Lease>(
     target: Target,
     field: string,
@@ -110,7 +115,20 @@ export class Engine {
     signal: AbortSignal | undefined,
     newLease: LeaseFactory<L>,
   ): Promise<L | null> {
-    return this.#acquirer.acquire(target, field, waitMs, leaseMs, signal, newLease);
+    if (this.#server.passed) return this.#acquirer.acquire(target, field, waitMs, leaseMs, signal, newLease);
+    const startedAt = performance.now();
+    return this.#server
+      .check(signal)
+      .then(() =>
+        this.#acquirer.acquire(
+          target,
+          field,
+          Math.max(0, waitMs - (performance.now() - startedAt)),
+          leaseMs,
+          signal,
+          newLease,
+        ),
+      );
   }
 
   /** A plain read command, retried on transient failures. */
@@ -118,7 +136,9 @@ export class Engine {
     return this.#calls.command(args, doing);
   }
 
-  forceUnlock(target: Target): Promise<boolean> {
+  async forceUnlock(target: Target): Promise<boolean> {
+    this.assertOpen();
+    if (!this.#server.passed) await this.#server.check(undefined);
     return this.#holds.forceUnlock(target);
   }
 
@@ -132,8 +152,8 @@ export class Engine {
     await Promise.all([this.#holds.closeAll(), this.#notifications.close()]);
   }
 
-  async #connectSubscriber(): Promise<LockSubscriberClient> {
-    const subscriber = await openSubscriber(this.#redis, {
+  async #connectSubscriber(): Promise<Subscriber> {
+    const subscriber = await this.#redis.openSubscriber({
       onError: (error) => {
         if (!this.#closed) this.#events.error(error);
       },
