@@ -1,4 +1,4 @@
-import { LockError } from '../errors.js';
+import { ClientClosedError, LockError } from '../errors.js';
 import { isServerReply } from '../redis/replies.js';
 import { isAtLeast, MIN_REDIS_VERSION, redisVersionOf } from '../redis/server-version.js';
 import type { Calls } from './calls.js';
@@ -8,7 +8,9 @@ import { abortable } from './timing.js';
  * The check that the server is recent enough for latchkey's scripts, made once per client
  * before its first script call (`INFO server`), shared by every call that comes while it is in
  * flight, and remembered: later calls pay nothing. A server that refuses `INFO` (an ACL, a
- * renamed command) is taken as it is; one that cannot be reached is asked again next time.
+ * renamed command) is taken as it is. When the server cannot be reached, the call goes on
+ * without the check (its own attempts meet the same trouble and deal with it) and the next one
+ * asks again: so the check adds at most one command timeout to the first calls of a client.
  * @internal
  */
 export class ServerCheck {
@@ -27,9 +29,9 @@ export class ServerCheck {
   }
 
   /**
-   * Resolves once the server passed; rejects with a LockError `UNSUPPORTED_SERVER` when it is
-   * too old (every time, from then on), with a `REDIS_ERROR` when it could not be asked, and with
-   * `signal.reason` on abort, at once.
+   * Resolves once the server passed or could not be asked; rejects with a LockError
+   * `UNSUPPORTED_SERVER` when it is too old (every time, from then on), with a
+   * ClientClosedError when the client closes first, and with `signal.reason` on abort, at once.
    */
   check(signal: AbortSignal | undefined): Promise<void> {
     if (this.#passed) return Promise.resolve();
@@ -43,14 +45,12 @@ export class ServerCheck {
   async #ask(): Promise<void> {
     let info: unknown;
     try {
-      info = await this.#calls.command(['INFO', 'server'], 'checking the Redis server version');
+      info = await this.#calls.sendOnce(['INFO', 'server']);
     } catch (error) {
-      const cause = error instanceof LockError ? error.cause : error;
-      if (cause instanceof Error && isServerReply(cause)) {
-        this.#passed = true;
-        return;
-      }
-      throw error;
+      if (error instanceof ClientClosedError) throw error;
+      // Refused by the server: taken as it is. Not reached: asked again by the next call.
+      if (error instanceof Error && isServerReply(error)) this.#passed = true;
+      return;
     }
     const version = redisVersionOf(info);
     if (version === undefined || isAtLeast(version, MIN_REDIS_VERSION)) {

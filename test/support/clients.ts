@@ -92,18 +92,18 @@ export type CommandHook = (args: readonly string[]) => Promise<void> | void;
  * the library, and able to hold it back. Everything else is the client itself.
  */
 export function interceptCommands<C extends LockConnection>(client: C, before: CommandHook): C {
-  const sendCommand = isIoRedis(client)
+  const connection: LockConnection = client;
+  const sendCommand = isIoRedis(connection)
     ? (command: { name: string; args: unknown[]; promise: Promise<unknown> }): Promise<unknown> => {
         const held = before([command.name, ...command.args.map(String)]);
-        if (held === undefined) return client.sendCommand(command as never) as Promise<unknown>;
-        void held.then(() => client.sendCommand(command as never));
+        if (held === undefined) return connection.sendCommand(command as never) as Promise<unknown>;
+        void held.then(() => connection.sendCommand(command as never));
         return command.promise;
       }
     : (args: string[], options?: unknown): Promise<unknown> => {
-        const nodeRedis = client;
         const held = before(args);
-        if (held === undefined) return nodeRedis.sendCommand(args, options as never);
-        return held.then(() => nodeRedis.sendCommand(args, options as never));
+        if (held === undefined) return connection.sendCommand(args, options as never);
+        return held.then(() => connection.sendCommand(args, options as never));
       };
   return new Proxy(client, {
     get(target, property) {
