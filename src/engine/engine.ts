@@ -104,8 +104,9 @@ export class Engine {
   }
 
   /**
-   * See {@link Acquirer.acquire}. The first acquire of a client checks the server's version
-   * first; its wait counts from the start of the call.
+   * See {@link Acquirer.acquire}. The first acquires of a client check the server's version
+   * first, within their own bound: the wait and the deadline of every attempt count from the
+   * start of the call, so the call still ends by `waitMs` plus one command timeout.
    */
   acquire<L extends Lease>(
     target: Target,
@@ -119,16 +120,7 @@ export class Engine {
     const startedAt = performance.now();
     return this.#server
       .check(signal)
-      .then(() =>
-        this.#acquirer.acquire(
-          target,
-          field,
-          Math.max(0, waitMs - (performance.now() - startedAt)),
-          leaseMs,
-          signal,
-          newLease,
-        ),
-      );
+      .then(() => this.#acquirer.acquire(target, field, waitMs, leaseMs, signal, newLease, startedAt));
   }
 
   /** A plain read command, retried on transient failures. */
