@@ -12,7 +12,7 @@
  * (LATCHKEY_TEST_CLIENT=ioredis) skips it.
  */
 import { createServer, connect as netConnect, type AddressInfo, type Socket } from 'node:net';
-import { Cluster, Redis as IoRedis } from 'ioredis';
+import { Cluster, Redis as IoRedis, type RedisOptions } from 'ioredis';
 import { createClient, createCluster, createSentinel } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError, LockClient, LockError } from '../../src/index.js';
@@ -237,6 +237,49 @@ describe.skipIf(TEST_CLIENT === 'ioredis')('clients and their adapters', () => {
       const lease = await locks.lock('invoice:1').acquire();
       expect(lease.holdCount).toBe(1);
       await lease.release();
+    });
+  });
+
+  describe('ioredis options that change keys or replies', () => {
+    const cases: readonly (readonly [string, RedisOptions])[] = [
+      ['keyPrefix (not applied to latchkey keys)', { keyPrefix: 'tenant-a:' }],
+      ['stringNumbers', { stringNumbers: true }],
+      ['RESP2', { protocol: 2 }],
+      ['RESP3', { protocol: 3 }],
+    ];
+
+    it.each(cases)('%s: every kind of lock works, under the keys latchkey names', async (_label, options) => {
+      const client = new IoRedis(server.url, { ...options, lazyConnect: true });
+      client.on('error', () => {});
+      made.push({ close: () => client.disconnect() });
+      await client.connect();
+      const prefix = uniquePrefix('clients-options');
+      const locks = res.track(new LockClient(client, { keyPrefix: prefix }));
+      const other = res.track(new LockClient(await res.connect(), { keyPrefix: prefix }));
+
+      // Handed over from a node-redis holder to this client's waiter, through its subscriber.
+      const held = await other.lock('invoice:5').acquire();
+      const handedOver = locks.lock('invoice:5').acquire({ waitMs: 5_000 });
+      await sleep(50);
+      await held.release();
+      const lease = await handedOver;
+      expect(await admin.exists(`${prefix}invoice:5`)).toBe(1);
+      expect(await locks.lock('invoice:5').isLocked()).toBe(true);
+      expect(await locks.lock('invoice:5').remainingTtlMs()).toBeGreaterThan(0);
+      await lease.release();
+
+      const first = await locks.fencedLock('ledger:5').acquire();
+      await first.release();
+      const second = await locks.fencedLock('ledger:5').acquire();
+      expect(second.token).toBe(first.token + 1n);
+      expect(await locks.fencedLock('ledger:5').currentToken()).toBe(second.token);
+      await second.release();
+
+      await locks.simpleLock('report:5').withLock(async () => {
+        expect(await admin.exists(`${prefix}report:5`)).toBe(1);
+      });
+      expect(await admin.keys('tenant-a:*')).toEqual([]);
+      expect(await admin.exists([`${prefix}invoice:5`, `${prefix}report:5`])).toBe(0);
     });
   });
 
