@@ -2,12 +2,19 @@ import { defineConfig } from 'vitest/config';
 import { standardDecorators } from './test/support/standard-decorators.js';
 
 // LATCHKEY_TEST_REDIS_MODULE points `redis` at another node-redis major (CI runs the suite on
-// v5, the dev dependency, and again on v6, which speaks RESP3 by default).
+// v5, the dev dependency, and again on v6, which speaks RESP3 by default);
+// LATCHKEY_TEST_IOREDIS_MODULE does the same for `ioredis` (v6, the dev dependency, and v5).
 const redisModule = process.env.LATCHKEY_TEST_REDIS_MODULE;
+const ioredisModule = process.env.LATCHKEY_TEST_IOREDIS_MODULE;
 
 export default defineConfig({
   plugins: [standardDecorators()],
-  resolve: redisModule ? { alias: { redis: redisModule } } : {},
+  resolve: {
+    alias: {
+      ...(redisModule ? { redis: redisModule } : {}),
+      ...(ioredisModule ? { ioredis: ioredisModule } : {}),
+    },
+  },
   test: {
     include: ['test/**/*.test.ts'],
     // Checks once that Redis can be had, so that a machine without it gets one message.

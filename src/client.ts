@@ -6,8 +6,8 @@ import type { FencedLockOptions, LockClientEvents, LockClientOptions, LockOption
 import { FencedLock } from './primitives/lock/fenced-lock.js';
 import { Lock } from './primitives/lock/lock.js';
 import { SimpleLock } from './primitives/simple-lock/simple-lock.js';
-import type { LockRedisClient } from './redis/connection.js';
-import { nodeRedisProblem } from './redis/node-redis.js';
+import { adapt, isConnection, type ClientProblem } from './redis/adapt.js';
+import type { LockRedisClient, RedisConnection } from './redis/connection.js';
 import {
   checkBoolean,
   checkDuration,
@@ -34,25 +34,48 @@ const CLIENT_OPTIONS = [
 ] as const;
 const LOCK_OPTIONS = ['reentrant'] as const;
 
-function checkClient(redis: unknown): LockRedisClient {
-  switch (nodeRedisProblem(redis)) {
-    case 'not-a-client':
-      throw new InvalidArgumentError(
-        `Expected \`redis\` to be a node-redis client (from createClient() of the \`redis\` package), got ${describe(redis)}`,
-      );
-    case 'cluster':
-      throw new InvalidArgumentError(
-        'Redis Cluster clients are not supported yet; pass a standalone client from createClient()',
-      );
-    default:
-      return redis as LockRedisClient;
+const EXPECTED_CLIENT =
+  'Expected `redis` to be a connected node-redis client (createClient() of the `redis` package) or ioredis client (new Redis() of the `ioredis` package)';
+
+/** What is wrong with the client the user passed, said as what was expected and what arrived. */
+function clientProblemMessage(redis: unknown, found: ClientProblem): string {
+  if (!('library' in found)) return `${EXPECTED_CLIENT}, got ${describe(redis)}`;
+  if (found.library === 'node-redis') {
+    switch (found.problem) {
+      case 'cluster':
+        return 'Redis Cluster clients are not supported yet: got a node-redis createCluster() client; pass a standalone client from createClient()';
+      case 'sentinel':
+        return 'Redis Sentinel clients are not supported yet: got a node-redis createSentinel() client; pass a standalone client from createClient(), connected to the master';
+      case 'not-open':
+        return `${EXPECTED_CLIENT}; the node-redis client is not connected: call \`await client.connect()\` first`;
+    }
   }
+  switch (found.problem) {
+    case 'cluster':
+      return 'Redis Cluster clients are not supported yet: got an ioredis Cluster client; pass a standalone client from new Redis()';
+    case 'sentinel':
+      return 'Redis Sentinel clients are not supported yet: got an ioredis client with `sentinels`; pass a standalone client from new Redis(), connected to the master';
+    case 'lazy':
+      return `${EXPECTED_CLIENT}; the ioredis client is not connected (status "wait", from \`lazyConnect\`): call \`await redis.connect()\` first`;
+    case 'closed':
+      return `${EXPECTED_CLIENT}; the ioredis client is closed (status "end"): pass a client that is open`;
+    case 'subscriber':
+      return `${EXPECTED_CLIENT}; the ioredis client is in subscriber or monitor mode, where it can send no other command: pass a client of its own`;
+    case 'unknown-version':
+      return `${EXPECTED_CLIENT}; this ioredis client builds its commands in a way latchkey does not know (ioredis 5 and 6 are supported)`;
+  }
+}
+
+function checkClient(redis: unknown): RedisConnection {
+  const adapted = adapt(redis);
+  if (isConnection(adapted)) return adapted;
+  throw new InvalidArgumentError(clientProblemMessage(redis, adapted));
 }
 
 /**
  * Entry point of latchkey: owns a client id, the watchdog that renews held locks, and one
  * subscriber connection for unlock notifications, shared by every kind of lock it hands out.
- * Pass it your connected node-redis client; latchkey never closes that client.
+ * Pass it your connected node-redis or ioredis client; latchkey never closes that client.
  *
  * @example
  * ```ts
@@ -72,10 +95,12 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly #keyPrefix: string;
 
   /**
-   * @param redis - a connected node-redis client (`createClient(...).connect()`), v5 or later.
+   * @param redis - a connected standalone client: node-redis (`createClient(...).connect()`, v5
+   *   or later) or ioredis (`new Redis(...)`, v5 or later; one still connecting is fine).
    * @param options - see {@link LockClientOptions}; all optional.
-   * @throws {@link InvalidArgumentError} for a client that is not a node-redis client or an
-   *   option that is unknown or out of range.
+   * @throws {@link InvalidArgumentError} for a value that is not such a client (a Cluster or
+   *   Sentinel client, a client not connected or closed) or an option that is unknown or out of
+   *   range.
    */
   constructor(redis: LockRedisClient, options?: LockClientOptions) {
     super();
@@ -163,7 +188,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * Stops the watchdog and closes the subscriber connection this client opened. Waiting
    * acquisitions reject with {@link ClientClosedError}; locks still held are released (one
    * attempt each) and their leases' signals abort with a {@link LockLostError} (reason
-   * `client-closed`). The node-redis client you passed in stays open.
+   * `client-closed`). The client you passed in stays open.
    */
   close(): Promise<void> {
     return this.#engine.close();

@@ -8,6 +8,8 @@
  * - `REENTRY_REJECTED`: a non-reentrant lock was asked for again from the async context holding it.
  * - `CLIENT_CLOSED`: the {@link LockClient} was closed.
  * - `REDIS_ERROR`: Redis could not be reached or answered with an error; `cause` has the details.
+ * - `UNSUPPORTED_SERVER`: the Redis server is older than latchkey needs (6.0.6); every acquire
+ *   of the client rejects with it.
  */
 export type LockErrorCode =
   | 'INVALID_ARGUMENT'
@@ -16,7 +18,8 @@ export type LockErrorCode =
   | 'LOCK_LOST'
   | 'REENTRY_REJECTED'
   | 'CLIENT_CLOSED'
-  | 'REDIS_ERROR';
+  | 'REDIS_ERROR'
+  | 'UNSUPPORTED_SERVER';
 
 /**
  * Base class of every error latchkey throws. Messages name the lock, never its owner token.

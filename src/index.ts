@@ -30,5 +30,10 @@ export type {
   ReleasedEvent,
   RenewFailedEvent,
 } from './options.js';
-export type { LockRedisClient, LockSubscriberClient } from './redis/connection.js';
+export type {
+  IoRedisClient,
+  LockRedisClient,
+  NodeRedisClient,
+  NodeRedisSubscriber,
+} from './redis/connection.js';
 export { MAX_NAME_LENGTH, MAX_PREFIX_LENGTH, MAX_TIME_MS } from './validate.js';

@@ -88,8 +88,9 @@ export class Acquirer {
   }
 
   /**
-   * Takes `target` for the owner `field`, waiting up to `waitMs`; resolves null when the wait
-   * runs out. Rejects with `signal.reason` on abort, at once, whatever is in flight.
+   * Takes `target` for the owner `field`, waiting up to `waitMs` from `startedAt` (the start of
+   * the caller's call, by the monotonic clock); resolves null when the wait runs out. Rejects with
+   * `signal.reason` on abort, at once, whatever is in flight.
    */
   acquire<L extends Lease>(
     target: Target,
@@ -98,11 +99,12 @@ export class Acquirer {
     leaseMs: number | undefined,
     signal: AbortSignal | undefined,
     newLease: LeaseFactory<L>,
+    startedAt = performance.now(),
   ): Promise<L | null> {
     const telemetry = this.#telemetry;
-    if (!telemetry.enabled) return this.#acquire(target, field, waitMs, leaseMs, signal, newLease);
+    if (!telemetry.enabled) return this.#acquire(target, field, waitMs, leaseMs, signal, newLease, startedAt);
     return telemetry.acquire(target, waitMs, signal, () =>
-      this.#acquire(target, field, waitMs, leaseMs, signal, newLease),
+      this.#acquire(target, field, waitMs, leaseMs, signal, newLease, startedAt),
     );
   }
 
@@ -113,8 +115,8 @@ export class Acquirer {
     leaseMs: number | undefined,
     signal: AbortSignal | undefined,
     newLease: LeaseFactory<L>,
+    startedAt: number,
   ): Promise<L | null> {
-    const startedAt = performance.now();
     const deadline = startedAt + waitMs;
     const ttlMs = leaseMs ?? this.#settings.watchdogTimeoutMs;
     const watchdog = leaseMs === undefined;

@@ -81,6 +81,12 @@ export class Calls {
     });
   }
 
+  /** A plain command, one try within the command timeout; failures as the runner gives them. */
+  sendOnce(args: string[]): Promise<unknown> {
+    if (this.#isClosed()) return Promise.reject(new ClientClosedError());
+    return this.#runner.send(args);
+  }
+
   /** A plain command (a read), retried twice on transient failures. */
   async command(args: string[], doing: string): Promise<unknown> {
     if (this.#isClosed()) throw new ClientClosedError();

@@ -3,8 +3,7 @@ import type { EventEmitter } from 'eventemitter3';
 import { ClientClosedError } from '../errors.js';
 import { grantChannel } from '../keys.js';
 import type { LockClientEvents } from '../options.js';
-import type { LockRedisClient, LockSubscriberClient } from '../redis/connection.js';
-import { openSubscriber } from '../redis/node-redis.js';
+import type { RedisConnection, Subscriber } from '../redis/connection.js';
 import { ScriptRunner } from '../scripts/runner.js';
 import { Acquirer } from './acquire.js';
 import { Calls } from './calls.js';
@@ -15,6 +14,7 @@ import { Holds } from './holds.js';
 import type { Lease, LeaseFactory, LeaseHost } from './lease.js';
 import { Notifications } from './notifications.js';
 import { createTelemetry, NO_TELEMETRY, openTelemetry } from './telemetry.js';
+import { ServerCheck } from './server-check.js';
 import type { Target } from './types.js';
 
 /**
@@ -45,16 +45,17 @@ export interface EngineSettings {
 export class Engine {
   /** Secret: part of every owner field. Never shown in a message, an event or a log line. */
   readonly clientId = randomUUID();
-  readonly #redis: LockRedisClient;
+  readonly #redis: RedisConnection;
   readonly #events: Events;
   readonly #calls: Calls;
   readonly #holds: Holds;
   readonly #notifications: Notifications;
   readonly #acquirer: Acquirer;
+  readonly #server: ServerCheck;
   #closed = false;
   #closing: Promise<void> | undefined;
 
-  constructor(redis: LockRedisClient, emitter: EventEmitter<LockClientEvents>, settings: EngineSettings) {
+  constructor(redis: RedisConnection, emitter: EventEmitter<LockClientEvents>, settings: EngineSettings) {
     this.#redis = redis;
     this.#events = new Events(emitter);
     const telemetry = settings.telemetry ? createTelemetry(openTelemetry()) : NO_TELEMETRY;
@@ -65,6 +66,7 @@ export class Engine {
       settings.commandTimeoutMs,
       isClosed,
     );
+    this.#server = new ServerCheck(this.#calls);
     const chains = new OperationChains();
     this.#holds = new Holds(this.#calls, chains, this.#events, {
       watchdogTimeoutMs: settings.watchdogTimeoutMs,
@@ -111,7 +113,11 @@ export class Engine {
     if (this.#closed) throw new ClientClosedError();
   }
 
-  /** See {@link Acquirer.acquire}. */
+  /**
+   * See {@link Acquirer.acquire}. The first acquires of a client check the server's version
+   * first, within their own bound: the wait and the deadline of every attempt count from the
+   * start of the call, so the call still ends by `waitMs` plus one command timeout.
+   */
   acquire<L extends Lease>(
     target: Target,
     field: string,
@@ -120,7 +126,11 @@ export class Engine {
     signal: AbortSignal | undefined,
     newLease: LeaseFactory<L>,
   ): Promise<L | null> {
-    return this.#acquirer.acquire(target, field, waitMs, leaseMs, signal, newLease);
+    if (this.#server.passed) return this.#acquirer.acquire(target, field, waitMs, leaseMs, signal, newLease);
+    const startedAt = performance.now();
+    return this.#server
+      .check(signal)
+      .then(() => this.#acquirer.acquire(target, field, waitMs, leaseMs, signal, newLease, startedAt));
   }
 
   /** A plain read command, retried on transient failures. */
@@ -128,7 +138,9 @@ export class Engine {
     return this.#calls.command(args, doing);
   }
 
-  forceUnlock(target: Target): Promise<boolean> {
+  async forceUnlock(target: Target): Promise<boolean> {
+    this.assertOpen();
+    if (!this.#server.passed) await this.#server.check(undefined);
     return this.#holds.forceUnlock(target);
   }
 
@@ -151,8 +163,8 @@ export class Engine {
     }
   }
 
-  async #connectSubscriber(): Promise<LockSubscriberClient> {
-    const subscriber = await openSubscriber(this.#redis, {
+  async #connectSubscriber(): Promise<Subscriber> {
+    const subscriber = await this.#redis.openSubscriber({
       onError: (error) => {
         if (!this.#closed) this.#events.error(error);
       },

@@ -1,4 +1,4 @@
-import type { LockSubscriberClient } from '../redis/connection.js';
+import type { Subscriber } from '../redis/connection.js';
 
 /**
  * Why a wait ended: `attempt` — something may have freed the lock (an unlock message, a hand-over,
@@ -145,8 +145,8 @@ interface ChannelState {
 
 /** @internal */
 export interface SubscriptionsHost {
-  /** Opens the subscriber connection (a `duplicate()` of the user's client). */
-  connect(): Promise<LockSubscriberClient>;
+  /** Opens the subscriber connection (a connection of its own, like the user's client). */
+  connect(): Promise<Subscriber>;
   /** This client's grant channel, and what to do with the ticket a hand-over names. */
   readonly grantChannel: string;
   onGrant(ticket: string): void;
@@ -164,7 +164,7 @@ export class Notifications {
   readonly #host: SubscriptionsHost;
   readonly #lingerMs: number;
   readonly #channels = new Map<string, ChannelState>();
-  #subscriber: Promise<LockSubscriberClient> | undefined;
+  #subscriber: Promise<Subscriber> | undefined;
   #grants: Promise<void> | undefined;
   #grantsReady = false;
   #closed = false;
@@ -293,7 +293,7 @@ export class Notifications {
     this.#grantsReady = !this.#closed;
   }
 
-  async #connected(): Promise<LockSubscriberClient> {
+  async #connected(): Promise<Subscriber> {
     this.#subscriber ??= this.#host.connect();
     try {
       return await this.#subscriber;
@@ -305,7 +305,7 @@ export class Notifications {
   }
 
   async #subscribe(channel: string): Promise<void> {
-    let subscriber: LockSubscriberClient;
+    let subscriber: Subscriber;
     try {
       subscriber = await this.#connected();
     } catch (error) {

@@ -1,23 +1,96 @@
 /**
- * The parts of a node-redis client latchkey uses. A client from `createClient()` of the
- * `redis` package (v5 or later) fits; latchkey never closes it.
+ * A node-redis client: `createClient()` of the `redis` package, v5 or later, connected. The
+ * parts latchkey uses; it never closes the client.
  */
-export interface LockRedisClient {
+export interface NodeRedisClient {
   sendCommand(args: string[], options?: { abortSignal?: AbortSignal }): Promise<unknown>;
-  duplicate(): LockSubscriberClient;
+  duplicate(): NodeRedisSubscriber;
   /** Connected and ready: a command sent now is written out at once. */
   readonly isReady?: boolean;
+  /** Opened with `connect()` and not closed since; a client that is not is refused. */
+  readonly isOpen?: boolean;
 }
 
 /**
- * The subscriber connection latchkey opens with `duplicate()` for unlock notifications, and
- * closes in {@link LockClient.close}.
+ * The subscriber connection latchkey opens with `duplicate()` of a node-redis client for unlock
+ * notifications, and closes in {@link LockClient.close}.
  */
-export interface LockSubscriberClient {
+export interface NodeRedisSubscriber {
   connect(): Promise<unknown>;
   subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
   unsubscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
   on(event: 'error', listener: (error: Error) => void): unknown;
   on(event: 'ready', listener: () => void): unknown;
   destroy(): unknown;
+  ref?(): void;
+  unref?(): void;
+}
+
+/**
+ * An ioredis client: `new Redis()` of the `ioredis` package, v5 or later, standalone, not
+ * closed. The parts latchkey looks at; it never closes the client. latchkey does not import
+ * ioredis: a client is recognised by its shape.
+ */
+export interface IoRedisClient {
+  /** `wait` (lazyConnect, not connected yet) and `end` (closed) are refused. */
+  readonly status: string;
+  readonly options: object;
+  sendCommand(command: unknown): unknown;
+  duplicate(override?: unknown): unknown;
+  pipeline(): unknown;
+}
+
+/** The clients a {@link LockClient} accepts: node-redis or ioredis, standalone and connected. */
+export type LockRedisClient = NodeRedisClient | IoRedisClient;
+
+/** A listener of one channel: the message and the channel it came on. @internal */
+export type MessageListener = (message: string, channel: string) => void;
+
+/** What the subscriber connection reports. @internal */
+export interface SubscriberEvents {
+  /** A connection error; the connection reconnects by itself. */
+  onError(error: Error): void;
+  /**
+   * Subscribed again after a reconnect: messages published meanwhile were missed, so whoever
+   * waits for one checks again now.
+   */
+  onReconnect(): void;
+}
+
+/** The subscriber connection latchkey opens for unlock messages and hand-overs. @internal */
+export interface Subscriber {
+  /** Resolves once the server confirmed the subscription. */
+  subscribe(channel: string, listener: MessageListener): Promise<unknown>;
+  unsubscribe(channel: string, listener: MessageListener): Promise<unknown>;
+  /** Lets the process exit while this connection is open (see each adapter for limits). */
+  unref(): void;
+  /** Undoes {@link Subscriber.unref}: the open connection keeps the process alive again. */
+  ref(): void;
+  /** Closes the connection at once; it does not reconnect. */
+  destroy(): void;
+}
+
+/**
+ * The connection the engine talks to, whichever library the user's client comes from: one
+ * adapter per library (node-redis.ts, ioredis.ts), chosen by adapt.ts.
+ * @internal
+ */
+export interface RedisConnection {
+  /** For messages: which library the client is from. */
+  readonly library: 'node-redis' | 'ioredis';
+  /**
+   * Whether a command sent now is written out at once and never written again. When not, pass
+   * `send` a signal: aborting it makes every command sent with it that was not written yet
+   * reject and never reach the server.
+   */
+  readonly sendsAtOnce: boolean;
+  /**
+   * Sends one command; the reply as the library gives it (see `plainReply` in replies.ts for the
+   * form the engine reads). A command is written to the server at most once: one whose
+   * connection drops before its reply rejects (at the latest once the connection is back)
+   * instead of being sent again.
+   */
+  send(args: string[], signal?: AbortSignal): Promise<unknown>;
+  /** Opens a connection of its own for subscriptions (the user's client is left as it is). */
+  openSubscriber(events: SubscriberEvents): Promise<Subscriber>;
 }

@@ -1,56 +1,110 @@
-import type { LockRedisClient, LockSubscriberClient } from './connection.js';
+import type {
+  MessageListener,
+  NodeRedisClient,
+  NodeRedisSubscriber,
+  RedisConnection,
+  Subscriber,
+  SubscriberEvents,
+} from './connection.js';
 
-/** What the subscriber connection reports. @internal */
-export interface SubscriberEvents {
-  /** A connection error; the client reconnects by itself. */
-  onError(error: Error): void;
-  /** Ready again after a reconnect: messages sent meanwhile were missed. */
-  onReconnect(): void;
-}
+/** Why a value cannot be used as a node-redis client. @internal */
+export type NodeRedisProblem = 'not-a-client' | 'cluster' | 'sentinel' | 'not-open';
 
-/**
- * Opens the subscriber connection: a `duplicate()` of the user's node-redis client, connected.
- * @internal
- */
-export async function openSubscriber(
-  redis: LockRedisClient,
-  events: SubscriberEvents,
-): Promise<LockSubscriberClient> {
-  const subscriber = redis.duplicate();
-  subscriber.on('error', (error) => events.onError(error));
-  let connected = false;
-  subscriber.on('ready', () => {
-    // The first 'ready' is the initial connection; later ones follow a reconnect.
-    if (connected) events.onReconnect();
-    connected = true;
-  });
-  try {
-    await subscriber.connect();
-  } catch (error) {
-    try {
-      subscriber.destroy();
-    } catch {
-      // Nothing to close.
-    }
-    throw error;
-  }
-  return subscriber;
-}
+type Candidate = Partial<Record<'sendCommand' | 'duplicate' | 'nodeClient' | 'getMasterNode', unknown>> & {
+  readonly isOpen?: unknown;
+};
 
 /**
- * Why `redis` cannot be used as a standalone node-redis client, or undefined when it can.
+ * Why `redis` cannot be used as a standalone node-redis client, or undefined when it can. Any
+ * object with `sendCommand(args)` and `duplicate()` counts as one (wrappers included), unless
+ * it says it is not open.
  * @internal
  */
-export function nodeRedisProblem(redis: unknown): 'not-a-client' | 'cluster' | undefined {
-  const candidate = redis as Partial<Record<'sendCommand' | 'duplicate', unknown>> | null;
-  if (
-    typeof candidate !== 'object' ||
-    candidate === null ||
-    typeof candidate.sendCommand !== 'function' ||
-    typeof candidate.duplicate !== 'function'
-  ) {
-    return 'not-a-client';
-  }
-  if (typeof (redis as { nodeClient?: unknown }).nodeClient === 'function') return 'cluster';
+export function nodeRedisProblem(redis: unknown): NodeRedisProblem | undefined {
+  if (typeof redis !== 'object' || redis === null) return 'not-a-client';
+  const candidate = redis as Candidate;
+  if (typeof candidate.sendCommand !== 'function') return 'not-a-client';
+  // createCluster() and createSentinel() clients send commands too, each in its own way.
+  if (typeof candidate.nodeClient === 'function') return 'cluster';
+  if (typeof candidate.getMasterNode === 'function') return 'sentinel';
+  if (typeof candidate.duplicate !== 'function') return 'not-a-client';
+  if (candidate.isOpen === false) return 'not-open';
   return undefined;
+}
+
+/**
+ * The connection to Redis through a node-redis client.
+ * @internal
+ */
+export class NodeRedisConnection implements RedisConnection {
+  readonly library = 'node-redis';
+  readonly #client: NodeRedisClient;
+
+  constructor(client: NodeRedisClient) {
+    this.#client = client;
+  }
+
+  /** A ready client writes a command out at once; node-redis never writes one twice. */
+  get sendsAtOnce(): boolean {
+    return this.#client.isReady === true;
+  }
+
+  send(args: string[], signal?: AbortSignal): Promise<unknown> {
+    // An abortSignal takes a command that was never written out of node-redis's queue.
+    return signal === undefined
+      ? this.#client.sendCommand(args)
+      : this.#client.sendCommand(args, { abortSignal: signal });
+  }
+
+  async openSubscriber(events: SubscriberEvents): Promise<Subscriber> {
+    const subscriber = this.#client.duplicate();
+    subscriber.on('error', (error) => events.onError(error));
+    let connected = false;
+    subscriber.on('ready', () => {
+      // The first 'ready' is the initial connection; later ones follow a reconnect, after
+      // node-redis subscribed to every channel again.
+      if (connected) events.onReconnect();
+      connected = true;
+    });
+    try {
+      await subscriber.connect();
+    } catch (error) {
+      try {
+        subscriber.destroy();
+      } catch {
+        // Nothing to close.
+      }
+      throw error;
+    }
+    return new NodeRedisSubscription(subscriber);
+  }
+}
+
+/** node-redis keeps listeners per channel itself. */
+class NodeRedisSubscription implements Subscriber {
+  readonly #client: NodeRedisSubscriber;
+
+  constructor(client: NodeRedisSubscriber) {
+    this.#client = client;
+  }
+
+  subscribe(channel: string, listener: MessageListener): Promise<unknown> {
+    return this.#client.subscribe(channel, listener);
+  }
+
+  unsubscribe(channel: string, listener: MessageListener): Promise<unknown> {
+    return this.#client.unsubscribe(channel, listener);
+  }
+
+  unref(): void {
+    this.#client.unref?.();
+  }
+
+  ref(): void {
+    this.#client.ref?.();
+  }
+
+  destroy(): void {
+    this.#client.destroy();
+  }
 }

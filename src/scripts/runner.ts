@@ -1,4 +1,5 @@
-import type { LockRedisClient } from '../redis/connection.js';
+import type { RedisConnection } from '../redis/connection.js';
+import { isClientClosed, isServerReply, plainReply } from '../redis/replies.js';
 import type { LuaScript } from './script.js';
 
 /**
@@ -19,18 +20,6 @@ export class CommandTimeoutError extends Error {
 // Server replies that mean "not now": the script did not run and may be sent again.
 const TRANSIENT_REPLY = /^(LOADING|BUSY|TRYAGAIN|MASTERDOWN|CLUSTERDOWN|READONLY|NOREPLICAS)\b/;
 
-function isServerReply(error: Error): boolean {
-  // node-redis marks server errors with ErrorReply (and its subclasses); match by name so a
-  // second copy of the redis package in node_modules is recognised too.
-  let proto: unknown = Object.getPrototypeOf(error);
-  while (proto !== null && proto !== Error.prototype) {
-    const name = (proto as { constructor?: { name?: string } }).constructor?.name;
-    if (name === 'ErrorReply') return true;
-    proto = Object.getPrototypeOf(proto);
-  }
-  return false;
-}
-
 /**
  * Whether a failed call may succeed if sent again: lost connections, timeouts, a server that
  * is loading or failing over. A closed client and server errors such as WRONGTYPE are not.
@@ -39,7 +28,7 @@ function isServerReply(error: Error): boolean {
 export function isTransient(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   if (isServerReply(error)) return TRANSIENT_REPLY.test(error.message);
-  return error.message !== 'The client is closed';
+  return !isClientClosed(error);
 }
 
 function isNoScript(error: unknown): boolean {
@@ -121,7 +110,7 @@ class TimeoutQueue {
  * @internal
  */
 export class ScriptRunner {
-  readonly #client: LockRedisClient;
+  readonly #connection: RedisConnection;
   readonly #timeoutMs: number;
   readonly #timeouts = new TimeoutQueue();
   /**
@@ -132,8 +121,8 @@ export class ScriptRunner {
   #abort: AbortController | undefined;
   #abortUntil = 0;
 
-  constructor(client: LockRedisClient, timeoutMs: number) {
-    this.#client = client;
+  constructor(connection: RedisConnection, timeoutMs: number) {
+    this.#connection = connection;
     this.#timeoutMs = timeoutMs;
   }
 
@@ -159,38 +148,38 @@ export class ScriptRunner {
     }
   }
 
-  /** One command with the command timeout: node-redis waits forever once a command is written. */
+  /**
+   * One command with the command timeout (a library may wait forever once a command is
+   * written); the reply in the form replies.ts describes.
+   */
   send(args: string[], timeoutMs = this.#timeoutMs): Promise<unknown> {
     const now = performance.now();
     let abort: AbortController | undefined;
-    // Aborting takes a command that was never written out of node-redis's queue, so a call
+    // Aborting takes a command that was never written out of the library's queue, so a call
     // given up while disconnected cannot run later, after the caller has moved on. A ready
     // client writes the command out at once, so it needs none.
-    if (this.#client.isReady !== true) {
+    if (!this.#connection.sendsAtOnce) {
       if (this.#abort === undefined || now >= this.#abortUntil || this.#abort.signal.aborted) {
         this.#abort = new AbortController();
         this.#abortUntil = now + Math.min(50, timeoutMs / 10);
       }
       abort = this.#abort;
     }
-    const reply =
-      abort === undefined
-        ? this.#client.sendCommand(args)
-        : this.#client.sendCommand(args, { abortSignal: abort.signal });
+    const reply = this.#connection.send(args, abort?.signal);
     const timeouts = this.#timeouts;
     return new Promise((resolve, reject) => {
       let settled = false;
       const entry = timeouts.add(now + timeoutMs, () => {
         settled = true;
         abort?.abort();
-        reject(new CommandTimeoutError(timeoutMs, this.#client.isReady === true));
+        reject(new CommandTimeoutError(timeoutMs, this.#connection.sendsAtOnce));
       });
       reply.then(
         (value) => {
           if (settled) return;
           settled = true;
           timeouts.remove(entry);
-          resolve(value);
+          resolve(plainReply(value));
         },
         (error: unknown) => {
           if (settled) return;
@@ -198,7 +187,7 @@ export class ScriptRunner {
           timeouts.remove(entry);
           // Withdrawn, unwritten, with a command of the same moment that timed out: say why.
           if (abort?.signal.aborted === true) {
-            reject(new CommandTimeoutError(performance.now() - now, this.#client.isReady === true));
+            reject(new CommandTimeoutError(performance.now() - now, this.#connection.sendsAtOnce));
             return;
           }
           reject(error instanceof Error ? error : new Error(String(error)));

@@ -15,10 +15,11 @@
  * re-check attempt goes out.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LockClient, type LockRedisClient } from '../../src/index.js';
+import { LockClient } from '../../src/index.js';
 import { luaScripts } from '../../src/scripts/generated.js';
 import { uniquePrefix } from '../support/keys.js';
 import { startRedis, type RedisInstance } from '../support/redis-server.js';
+import { interceptCommands } from '../support/clients.js';
 import { testResources, type Redis } from '../support/resources.js';
 import { settle, sleep, waitUntil, within, type Settled } from '../support/wait.js';
 
@@ -88,27 +89,20 @@ describe('an abort while an acquire attempt is in flight', () => {
 
   /** A LockClient whose acquire-script calls are seen (and can be held back) on their way out. */
   async function observedClient(keyPrefix: string, connectionName: string): Promise<Observed> {
-    const redis = await res.connect({ name: connectionName });
+    const redis = await res.connectLocks({ name: connectionName });
     const calls: AcquireCall[] = [];
     let before: Observed['before'];
-    const client: LockRedisClient = {
-      sendCommand(args: string[], options?: { abortSignal?: AbortSignal }): Promise<unknown> {
-        if (!isAcquire(args)) return redis.sendCommand(args, options);
-        const call = {
-          member: args[MEMBER_ARG] ?? '',
-          queuedAs: args[QUEUED_AS_ARG] ?? '',
-          at: performance.now(),
-        };
-        calls.push(call);
-        const hold = before;
-        if (hold === undefined) return redis.sendCommand(args, options);
-        return Promise.resolve(hold(call)).then(() => redis.sendCommand(args, options));
-      },
-      duplicate: () => redis.duplicate(),
-      get isReady(): boolean {
-        return redis.isReady;
-      },
-    };
+    const client = interceptCommands(redis, (args) => {
+      if (!isAcquire(args)) return undefined;
+      const call = {
+        member: args[MEMBER_ARG] ?? '',
+        queuedAs: args[QUEUED_AS_ARG] ?? '',
+        at: performance.now(),
+      };
+      calls.push(call);
+      const hold = before;
+      return hold === undefined ? undefined : Promise.resolve(hold(call));
+    });
     return {
       locks: res.track(new LockClient(client, { keyPrefix })),
       calls,

@@ -8,6 +8,7 @@ import { LockClient, LockTimeoutError, type LockError, type ReleasedEvent } from
 import { uniquePrefix } from '../support/keys.js';
 import { clientAddr, commandsFrom } from '../support/monitor.js';
 import { sharedRedis, startRedis, type RedisInstance } from '../support/redis-server.js';
+import { commandsOf } from '../support/clients.js';
 import { channelOf, testResources, type Redis } from '../support/resources.js';
 import { settle, sleep, waitUntil } from '../support/wait.js';
 
@@ -123,9 +124,10 @@ describe('acquire timeouts and aborts', () => {
 
     it('an already-aborted signal rejects before any Redis command', async () => {
       const prefix = uniquePrefix('abort-early');
-      const redis = await res.connect();
+      const connection = await res.connectLocks();
+      const redis = commandsOf(connection);
       const addr = await clientAddr(redis);
-      const locks = res.track(new LockClient(redis, { keyPrefix: prefix }));
+      const locks = res.track(new LockClient(connection, { keyPrefix: prefix }));
       const lock = locks.lock('invoice:6');
       const monitor = await res.monitor();
 
@@ -172,7 +174,7 @@ describe('acquire timeouts and aborts', () => {
       it('is released, and the acquire rejects with signal.reason', async () => {
         const prefix = uniquePrefix('abort-granted');
         const key = `${prefix}invoice:7`;
-        const redis = await res.connect({ url: server.url });
+        const redis = await res.connectLocks({ url: server.url });
         const direct = await res.connect({ url: server.url });
         const locks = res.track(new LockClient(redis, { keyPrefix: prefix }));
         const released: ReleasedEvent[] = [];

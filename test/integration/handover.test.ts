@@ -9,6 +9,7 @@ import { LockClient, LockTimeoutError, type Lease } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
 import { clientAddr, commandsFrom } from '../support/monitor.js';
 import { sharedRedis } from '../support/redis-server.js';
+import { commandsOf } from '../support/clients.js';
 import { channelOf, testResources, type Redis } from '../support/resources.js';
 import { sleep, waitUntil, within } from '../support/wait.js';
 
@@ -42,9 +43,9 @@ describe('the wait queue', () => {
     const holder = await res.lockClient({ keyPrefix: prefix });
     const lease = await holder.lock('invoice:42').acquire();
 
-    const waiterRedis = await res.connect();
+    const waiterRedis = await res.connectLocks();
     const waiterLocks = res.track(new LockClient(waiterRedis, { keyPrefix: prefix }));
-    const waiterAddr = await clientAddr(waiterRedis);
+    const waiterAddr = await clientAddr(commandsOf(waiterRedis));
     const waiting = waiterLocks.lock('invoice:42').acquire();
     await waitUntil('the waiter is queued', async () => (await queued(key)) === 1, 10_000);
 

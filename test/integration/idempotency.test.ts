@@ -9,6 +9,7 @@ import { luaScripts } from '../../src/scripts/generated.js';
 import { uniquePrefix } from '../support/keys.js';
 import { commandsFrom } from '../support/monitor.js';
 import { startRedis, type RedisInstance } from '../support/redis-server.js';
+import { commandsOf } from '../support/clients.js';
 import { channelOf, testResources, type Redis } from '../support/resources.js';
 import { settle, sleep, waitUntil } from '../support/wait.js';
 
@@ -152,8 +153,9 @@ describe('idempotent retries of requests with an unknown outcome', () => {
     it('is retried after its connection is killed mid-call, without decrementing twice', async () => {
       const prefix = uniquePrefix('idem-release-kill');
       const key = `${prefix}invoice:44`;
-      const redis = await res.connect();
-      const locks = res.track(new LockClient(redis, { keyPrefix: prefix }));
+      const connection = await res.connectLocks();
+      const redis = commandsOf(connection);
+      const locks = res.track(new LockClient(connection, { keyPrefix: prefix }));
       const sleeper = await res.connect();
       const killer = await res.connect();
       const lock = locks.lock('invoice:44');

@@ -12,13 +12,14 @@ import {
 } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
 import { sharedRedis } from '../support/redis-server.js';
-import { testResources, type Redis } from '../support/resources.js';
+import { commandsOf } from '../support/clients.js';
+import { testResources, type LockConnection, type Redis } from '../support/resources.js';
 import { sleep } from '../support/wait.js';
 
 describe('Lock and Lease API', () => {
   let url: string;
   /** The user's client, shared by the LockClients under test. */
-  let redis: Redis;
+  let redis: LockConnection;
   let admin: Redis;
   const perFile = testResources(() => url);
   const res = testResources(() => url);
@@ -29,7 +30,7 @@ describe('Lock and Lease API', () => {
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    redis = await perFile.connect();
+    redis = await perFile.connectLocks();
     admin = await perFile.connect();
   });
 
@@ -179,6 +180,6 @@ describe('Lock and Lease API', () => {
     // The lock was handed back rather than left to expire.
     expect(await admin.exists(held.key)).toBe(0);
     // The user's client stays open.
-    expect(await redis.ping()).toBe('PONG');
+    expect(await commandsOf(redis).sendCommand(['PING'])).toBe('PONG');
   });
 });

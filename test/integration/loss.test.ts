@@ -10,7 +10,7 @@ import {
 } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
 import { sharedRedis, startRedis, type RedisInstance } from '../support/redis-server.js';
-import { testResources, type Redis } from '../support/resources.js';
+import { testResources, type LockConnection, type Redis } from '../support/resources.js';
 import { sleep } from '../support/wait.js';
 
 interface Timed<T> {
@@ -61,14 +61,14 @@ const SLACK_MS = 150;
 
 describe('losing a held lock', () => {
   let url: string;
-  let redis: Redis;
+  let redis: LockConnection;
   let tamper: Redis;
   const perFile = testResources(() => url);
   const res = testResources(() => url);
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    redis = await perFile.connect();
+    redis = await perFile.connectLocks();
     tamper = await perFile.connect();
   });
 
@@ -209,12 +209,14 @@ describe('losing a held lock', () => {
 
 describe('losing a held lock while Redis is unreachable', () => {
   let server: RedisInstance;
-  let redis: Redis;
+  let redis: LockConnection;
+  let admin: Redis;
   const res = testResources(() => server.url);
 
   beforeAll(async () => {
     server = await startRedis();
-    redis = await res.connect();
+    redis = await res.connectLocks();
+    admin = await res.connect();
   });
 
   afterAll(async () => {
@@ -257,7 +259,7 @@ describe('losing a held lock while Redis is unreachable', () => {
     // Once the server-side lease is over, the lock is gone: whatever renewal the frozen server
     // still ran on resuming, the holder's clean-up after the loss removed its field.
     await sleep(acquireStartedAt + watchdogTimeoutMs + 200 - performance.now());
-    await expect(redis.exists(lease.key)).resolves.toBe(0);
+    await expect(admin.exists(lease.key)).resolves.toBe(0);
     await expect(lease.release()).rejects.toBeInstanceOf(LockNotOwnedError);
   });
 });

@@ -3,7 +3,7 @@ import { LockClient, LockReentryError, LockTimeoutError, type Lease } from '../.
 import type { Worker } from '../support/child.js';
 import { uniquePrefix } from '../support/keys.js';
 import { sharedRedis } from '../support/redis-server.js';
-import { testResources, type Redis } from '../support/resources.js';
+import { testResources, type LockConnection, type Redis } from '../support/resources.js';
 import { sleep, within } from '../support/wait.js';
 
 const WORKER = new URL('../support/fixtures/reentrancy-worker.ts', import.meta.url).pathname;
@@ -24,23 +24,25 @@ function barrier(parties: number): () => Promise<void> {
 
 describe('reentrancy: the owner is the async context of the withLock callback', () => {
   let url: string;
-  let redis: Redis;
-  let otherRedis: Redis;
+  let redis: LockConnection;
+  let otherRedis: LockConnection;
+  /** For reading the lock's hash. */
+  let admin: Redis;
   let worker: Worker;
   const perFile = testResources(() => url);
   const res = testResources(() => url);
 
-  function lockClient(connection: Redis, keyPrefix: string): LockClient {
+  function lockClient(connection: LockConnection, keyPrefix: string): LockClient {
     return res.track(new LockClient(connection, { keyPrefix }));
   }
 
   /** The hold counts stored in the lock's hash, one per owner field. */
   async function counts(key: string): Promise<string[]> {
-    return Object.values(await redis.hGetAll(key));
+    return Object.values(await admin.hGetAll(key));
   }
 
   async function fields(key: string): Promise<string[]> {
-    return Object.keys(await redis.hGetAll(key));
+    return Object.keys(await admin.hGetAll(key));
   }
 
   let tries = 0;
@@ -55,8 +57,9 @@ describe('reentrancy: the owner is the async context of the withLock callback', 
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    redis = await perFile.connect();
-    otherRedis = await perFile.connect();
+    redis = await perFile.connectLocks();
+    otherRedis = await perFile.connectLocks();
+    admin = await perFile.connect();
     worker = perFile.worker(WORKER, { REDIS_URL: url, KEY_PREFIX: '' });
     await worker.next((msg) => msg['type'] === 'ready', 25_000);
   });
@@ -136,9 +139,9 @@ describe('reentrancy: the owner is the async context of the withLock callback', 
       expect(lease.holdCount).toBe(1);
       await level2();
       expect(await counts(key)).toEqual(['1']);
-      expect(await redis.exists(key)).toBe(1);
+      expect(await admin.exists(key)).toBe(1);
     });
-    expect(await redis.exists(key)).toBe(0);
+    expect(await admin.exists(key)).toBe(0);
     // Every level was the same owner: one field all the way down.
     expect(seenFields.size).toBe(1);
 
@@ -150,7 +153,7 @@ describe('reentrancy: the owner is the async context of the withLock callback', 
     const topLevel = await lock.tryAcquire();
     expect(topLevel).not.toBeNull();
     await topLevel?.release();
-    expect(await redis.exists(key)).toBe(0);
+    expect(await admin.exists(key)).toBe(0);
   });
 
   it('gives every top-level acquire outside withLock its own owner, so they exclude each other', async () => {
@@ -164,7 +167,7 @@ describe('reentrancy: the owner is the async context of the withLock callback', 
     } finally {
       await first.release();
     }
-    expect(await redis.exists(lock.key)).toBe(0);
+    expect(await admin.exists(lock.key)).toBe(0);
   });
 
   it('lets siblings forked with Promise.all inside the callback share the owner (both pass at once)', async () => {
@@ -201,7 +204,7 @@ describe('reentrancy: the owner is the async context of the withLock callback', 
       expect(maxInside).toBe(2);
       expect(await counts(key)).toEqual(['1']);
     });
-    expect(await redis.exists(key)).toBe(0);
+    expect(await admin.exists(key)).toBe(0);
   });
 
   describe('a non-reentrant lock', () => {
@@ -213,7 +216,7 @@ describe('reentrancy: the owner is the async context of the withLock callback', 
       let nestedRan = false;
 
       await strict.withLock(async () => {
-        const before = await redis.hGetAll(key);
+        const before = await admin.hGetAll(key);
         expect(Object.values(before)).toEqual(['1']);
         const startedAt = performance.now();
 
@@ -242,9 +245,9 @@ describe('reentrancy: the owner is the async context of the withLock callback', 
         expect(nestedRan).toBe(false);
         expect(await strict.holdCount()).toBe(1);
         // Nothing was sent for the rejected attempts: the hold is as it was.
-        expect(await redis.hGetAll(key)).toEqual(before);
+        expect(await admin.hGetAll(key)).toEqual(before);
       });
-      expect(await redis.exists(key)).toBe(0);
+      expect(await admin.exists(key)).toBe(0);
     });
 
     it('runs side-by-side withLock callbacks one after the other, at top level and in a shared context', async () => {
@@ -296,7 +299,7 @@ describe('reentrancy: the owner is the async context of the withLock callback', 
       const overlapping = await run(reentrant, (both) => locks.lock('report:parent').withLock(both));
       expect(overlapping.maxInside).toBe(2);
 
-      expect(await redis.exists(strict.key)).toBe(0);
+      expect(await admin.exists(strict.key)).toBe(0);
     });
   });
 });

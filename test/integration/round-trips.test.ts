@@ -4,22 +4,34 @@ import { commandsDuring, type WatchedConnection } from '../support/commands-duri
 import { uniquePrefix } from '../support/keys.js';
 import { clientAddr } from '../support/monitor.js';
 import { sharedRedis } from '../support/redis-server.js';
-import { testResources, type Redis } from '../support/resources.js';
+import { commandsOf } from '../support/clients.js';
+import { testResources, type LockConnection, type Redis } from '../support/resources.js';
 
 describe('round trips of the lock operations', () => {
   let url: string;
   /** Used by the LockClient under test and by nothing else but the count markers. */
-  let redis: Redis;
+  let redis: LockConnection;
   /** For holding a lock from elsewhere. */
-  let otherRedis: Redis;
+  let otherRedis: LockConnection;
+  /** For reading keys. */
+  let admin: Redis;
   /** `redis`, its address and a monitor: what commandsDuring() counts on. */
   let watched: WatchedConnection;
   const perFile = testResources(() => url);
   const res = testResources(() => url);
 
-  function lockClient(connection: Redis, keyPrefix = uniquePrefix('round-trips')): LockClient {
+  /**
+   * A LockClient past its first acquire, whose check of the server version (one INFO, counted
+   * in its own test below) is behind it.
+   */
+  async function lockClient(
+    connection: LockConnection,
+    keyPrefix = uniquePrefix('round-trips'),
+  ): Promise<LockClient> {
     // The default 30 s watchdog: no renewal can go out during a count.
-    return res.track(new LockClient(connection, { keyPrefix }));
+    const locks = res.track(new LockClient(connection, { keyPrefix }));
+    await (await locks.lock('warm-up').acquire()).release();
+    return locks;
   }
 
   const names = (commands: string[][]): string[] =>
@@ -27,9 +39,10 @@ describe('round trips of the lock operations', () => {
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    redis = await perFile.connect();
-    otherRedis = await perFile.connect();
-    const addr = await clientAddr(redis);
+    redis = await perFile.connectLocks();
+    otherRedis = await perFile.connectLocks();
+    admin = await perFile.connect();
+    const addr = await clientAddr(commandsOf(redis));
 
     // Warm-up: the scripts get loaded into the server's cache (NOSCRIPT -> EVAL) before counting.
     const warm = new LockClient(redis, { keyPrefix: uniquePrefix('round-trips-warm') });
@@ -41,15 +54,44 @@ describe('round trips of the lock operations', () => {
     } finally {
       await warm.close();
     }
-    watched = { redis, addr, monitor: await perFile.monitor() };
+    watched = { redis: commandsOf(redis), addr, monitor: await perFile.monitor() };
   });
 
   afterEach(() => res.closeAll());
 
   afterAll(() => perFile.closeAll());
 
+  it('checks the server version with one INFO per LockClient, before its first script call, shared by concurrent first acquires', async () => {
+    const locks = res.track(new LockClient(redis, { keyPrefix: uniquePrefix('round-trips') }));
+    const first = await commandsDuring(watched, async () => {
+      const leases = await Promise.all(
+        ['a', 'b', 'c'].map((name) => locks.lock(`invoice:${name}`).acquire()),
+      );
+      await Promise.all(leases.map((lease) => lease.release()));
+      await (await locks.lock('invoice:d').acquire()).release();
+      expect(await locks.lock('invoice:e').forceUnlock()).toBe(false);
+    });
+    expect(names(first)[0]).toBe('INFO');
+    expect(first.filter((command) => command[0]?.toUpperCase() === 'INFO')).toEqual([['INFO', 'server']]);
+    // Then only script calls (forceUnlock's script may be new to the server: EVALSHA, then EVAL).
+    expect(
+      names(first)
+        .slice(1)
+        .every((name) => name === 'EVALSHA' || name === 'EVAL'),
+    ).toBe(true);
+    expect(names(first).filter((name) => name === 'EVALSHA')).toHaveLength(9);
+
+    // Another LockClient on the same connection checks for itself, once.
+    const second = res.track(new LockClient(redis, { keyPrefix: uniquePrefix('round-trips') }));
+    const again = await commandsDuring(watched, async () => {
+      await (await second.lock('invoice:f').acquire()).release();
+      await (await second.lock('invoice:f').acquire()).release();
+    });
+    expect(names(again)).toEqual(['INFO', 'EVALSHA', 'EVALSHA', 'EVALSHA', 'EVALSHA']);
+  });
+
   it('sends exactly two commands for an uncontended acquire() + release(): two EVALSHA', async () => {
-    const lock = lockClient(redis).lock('invoice:42');
+    const lock = (await lockClient(redis)).lock('invoice:42');
     const commands = await commandsDuring(watched, async () => {
       const lease = await lock.acquire();
       await lease.release();
@@ -58,11 +100,11 @@ describe('round trips of the lock operations', () => {
     // One script to take the lock, another to give it back, both on the lock's key.
     expect(commands[0]?.[1]).not.toBe(commands[1]?.[1]);
     for (const command of commands) expect(command[3]).toBe(lock.key);
-    expect(await otherRedis.exists(lock.key)).toBe(0);
+    expect(await admin.exists(lock.key)).toBe(0);
   });
 
   it('sends exactly one command for a nested re-entry inside withLock, and one for its release', async () => {
-    const lock = lockClient(redis).lock('invoice:43');
+    const lock = (await lockClient(redis)).lock('invoice:43');
     await lock.withLock(async () => {
       let inner: Awaited<ReturnType<typeof lock.acquire>> | undefined;
       const acquire = await commandsDuring(watched, async () => {
@@ -70,19 +112,19 @@ describe('round trips of the lock operations', () => {
       });
       expect(names(acquire)).toEqual(['EVALSHA']);
       expect(inner?.holdCount).toBe(2);
-      expect(Object.values(await otherRedis.hGetAll(lock.key))).toEqual(['2']);
+      expect(Object.values(await admin.hGetAll(lock.key))).toEqual(['2']);
 
       const release = await commandsDuring(watched, async () => {
         await inner?.release();
       });
       expect(names(release)).toEqual(['EVALSHA']);
-      expect(Object.values(await otherRedis.hGetAll(lock.key))).toEqual(['1']);
+      expect(Object.values(await admin.hGetAll(lock.key))).toEqual(['1']);
     });
-    expect(await otherRedis.exists(lock.key)).toBe(0);
+    expect(await admin.exists(lock.key)).toBe(0);
   });
 
   it('sends exactly two commands for an uncontended withLock', async () => {
-    const lock = lockClient(redis).lock('invoice:44');
+    const lock = (await lockClient(redis)).lock('invoice:44');
     let ran = false;
     const commands = await commandsDuring(watched, async () => {
       await lock.withLock(() => {
@@ -91,13 +133,13 @@ describe('round trips of the lock operations', () => {
     });
     expect(ran).toBe(true);
     expect(names(commands)).toEqual(['EVALSHA', 'EVALSHA']);
-    expect(await otherRedis.exists(lock.key)).toBe(0);
+    expect(await admin.exists(lock.key)).toBe(0);
   });
 
   it('sends exactly one command for a tryAcquire() refused by another holder', async () => {
     const prefix = uniquePrefix('round-trips');
-    const lock = lockClient(redis, prefix).lock('invoice:45');
-    const held = await lockClient(otherRedis, prefix).lock('invoice:45').acquire();
+    const lock = (await lockClient(redis, prefix)).lock('invoice:45');
+    const held = await (await lockClient(otherRedis, prefix)).lock('invoice:45').acquire();
     try {
       const commands = await commandsDuring(watched, async () => {
         expect(await lock.tryAcquire()).toBeNull();

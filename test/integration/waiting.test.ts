@@ -9,6 +9,7 @@ import { LockClient, type Lease } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
 import { clientAddr, commandsFrom } from '../support/monitor.js';
 import { sharedRedis } from '../support/redis-server.js';
+import { commandsOf } from '../support/clients.js';
 import { channelOf, testResources, type Redis } from '../support/resources.js';
 import { sleep, waitUntil, within } from '../support/wait.js';
 
@@ -66,9 +67,9 @@ describe('waiting for a lock', () => {
     const holder = await res.lockClient({ keyPrefix: prefix });
     const lease = await holder.lock('coupon:7').acquire();
 
-    const waitersRedis = await res.connect();
+    const waitersRedis = await res.connectLocks();
     const locks = res.track(new LockClient(waitersRedis, { keyPrefix: prefix }));
-    const waitersAddr = await clientAddr(waitersRedis);
+    const waitersAddr = await clientAddr(commandsOf(waitersRedis));
     const monitor = await res.monitor();
 
     const lock = locks.lock('coupon:7');

@@ -4,7 +4,8 @@ import { luaScripts } from '../../src/scripts/generated.js';
 import { uniquePrefix } from '../support/keys.js';
 import { clientAddr, commandsFrom } from '../support/monitor.js';
 import { sharedRedis } from '../support/redis-server.js';
-import { testResources, type Redis } from '../support/resources.js';
+import { commandsOf } from '../support/clients.js';
+import { testResources, type LockConnection, type Redis } from '../support/resources.js';
 import { sleep } from '../support/wait.js';
 
 const RENEW_SHA = luaScripts['lock/renew'].sha1;
@@ -39,7 +40,7 @@ function renewKeys(args: readonly string[]): string[] {
 
 describe('watchdog', () => {
   let url: string;
-  let redis: Redis;
+  let redis: LockConnection;
   let observer: Redis;
   let addr: string;
   const perFile = testResources(() => url);
@@ -47,9 +48,9 @@ describe('watchdog', () => {
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    redis = await perFile.connect();
+    redis = await perFile.connectLocks();
     observer = await perFile.connect();
-    addr = await clientAddr(redis);
+    addr = await clientAddr(commandsOf(redis));
   });
 
   afterEach(() => res.closeAll());

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { LockClient, LockTimeoutError } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
 import { sharedRedis } from '../support/redis-server.js';
-import { testResources, type Redis } from '../support/resources.js';
+import { testResources, type LockConnection, type Redis } from '../support/resources.js';
 import { sleep, waitUntil } from '../support/wait.js';
 
 /** What Redisson's RLock runs to take a lock (RedissonLock.tryLockInnerAsync). */
@@ -42,7 +42,7 @@ describe('wire compatibility with Redisson RLock', () => {
   let url: string;
   /** The fake Java client: raw commands on a connection latchkey does not use. */
   let java: Redis;
-  let redis: Redis;
+  let redis: LockConnection;
   const perFile = testResources(() => url);
   const res = testResources(() => url);
 
@@ -81,7 +81,7 @@ describe('wire compatibility with Redisson RLock', () => {
   beforeAll(async () => {
     ({ url } = await sharedRedis());
     java = await perFile.connect();
-    redis = await perFile.connect();
+    redis = await perFile.connectLocks();
   });
 
   afterEach(() => res.closeAll());

@@ -7,17 +7,21 @@
  * break servers or connections must not crash on it, and the tests' own assertions say what
  * went wrong.
  */
-import { createClient } from 'redis';
 import { LockClient, type LockClientOptions } from '../../src/index.js';
 import { spawnProcess, spawnWorker, type Worker } from './child.js';
+import {
+  connectClient,
+  connectNodeRedis,
+  destroyClient,
+  type LockConnection,
+  type NodeRedis,
+} from './clients.js';
 import { monitorCommands, type CommandMonitor } from './monitor.js';
 
-function newClient(options: { url: string; name?: string }) {
-  return createClient(options);
-}
+/** The type of a client createClient({ url }) returns: what tests send their own commands on. */
+export type Redis = NodeRedis;
 
-/** The type of a client createClient({ url }) returns. */
-export type Redis = ReturnType<typeof newClient>;
+export type { LockConnection } from './clients.js';
 
 /** The unlock channel of a lock key without a hash tag, spelt out as Redisson does. */
 export function channelOf(key: string): string {
@@ -32,11 +36,16 @@ export interface ConnectOptions {
 }
 
 export interface TestResources {
-  /** A new connected client (default: to the resources' url). */
+  /** A new connected node-redis client (default: to the resources' url), for the test's own commands. */
   connect(options?: ConnectOptions): Promise<Redis>;
+  /**
+   * A new connected client of the library under test (LATCHKEY_TEST_CLIENT, see clients.ts),
+   * for a LockClient.
+   */
+  connectLocks(options?: ConnectOptions): Promise<LockConnection>;
   /** Closes `locks` in closeAll(); ignores its 'error' events. */
   track(locks: LockClient): LockClient;
-  /** A LockClient on a connection of its own. */
+  /** A LockClient on a connection of its own, of the library under test. */
   lockClient(options?: LockClientOptions): Promise<LockClient>;
   /** PUBSUB NUMSUB for one channel, on a connection opened for it on first use. */
   numsub(channel: string): Promise<number>;
@@ -55,16 +64,17 @@ export function testResources(url: () => string): TestResources {
   const workers: Worker[] = [];
   const monitors: CommandMonitor[] = [];
   const lockClients: LockClient[] = [];
-  const clients: Redis[] = [];
+  const clients: LockConnection[] = [];
   let numsubClient: Promise<Redis> | undefined;
 
   async function connect(options: ConnectOptions = {}): Promise<Redis> {
-    const client = newClient({
-      url: options.url ?? url(),
-      ...(options.name === undefined ? {} : { name: options.name }),
-    });
-    client.on('error', () => {});
-    await client.connect();
+    const client = await connectNodeRedis({ url: options.url ?? url(), ...options });
+    clients.push(client);
+    return client;
+  }
+
+  async function connectLocks(options: ConnectOptions = {}): Promise<LockConnection> {
+    const client = await connectClient({ url: options.url ?? url(), ...options });
     clients.push(client);
     return client;
   }
@@ -77,9 +87,10 @@ export function testResources(url: () => string): TestResources {
 
   return {
     connect,
+    connectLocks,
     track,
     async lockClient(options?: LockClientOptions): Promise<LockClient> {
-      return track(new LockClient(await connect(), options));
+      return track(new LockClient(await connectLocks(), options));
     },
     async numsub(channel: string): Promise<number> {
       numsubClient ??= connect();
@@ -106,7 +117,7 @@ export function testResources(url: () => string): TestResources {
       await Promise.all(monitors.splice(0).map((monitor) => monitor.stop()));
       await Promise.all(lockClients.splice(0).map((locks) => locks.close()));
       numsubClient = undefined;
-      for (const client of clients.splice(0)) client.destroy();
+      for (const client of clients.splice(0)) destroyClient(client);
     },
   };
 }

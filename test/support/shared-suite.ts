@@ -8,11 +8,11 @@ import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { LockClient, type LockClientOptions } from '../../src/index.js';
 import { uniquePrefix } from './keys.js';
 import { sharedRedis } from './redis-server.js';
-import { testResources, type Redis, type TestResources } from './resources.js';
+import { testResources, type LockConnection, type Redis, type TestResources } from './resources.js';
 
 export interface SharedSuite {
-  /** The connection LockClients of the file use; set in beforeAll. */
-  readonly redis: Redis;
+  /** The connection LockClients of the file use (of the library under test); set in beforeAll. */
+  readonly redis: LockConnection;
   /** A connection for the test's own commands; set in beforeAll. */
   readonly admin: Redis;
   /** Connections, clients and workers of one test, all closed after it. */
@@ -26,7 +26,7 @@ export interface SharedSuite {
 /** Registers the hooks; call it inside the file's describe block. */
 export function sharedSuite(label: string): SharedSuite {
   let url = '';
-  let redis: Redis | undefined;
+  let redis: LockConnection | undefined;
   let admin: Redis | undefined;
   let prefix = '';
   const perFile = testResources(() => url);
@@ -38,7 +38,7 @@ export function sharedSuite(label: string): SharedSuite {
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    redis = await perFile.connect();
+    redis = await perFile.connectLocks();
     admin = await perFile.connect();
   });
   beforeEach(() => {

@@ -23,7 +23,8 @@ import { commandsDuring, type WatchedConnection } from '../support/commands-duri
 import { uniquePrefix } from '../support/keys.js';
 import { clientAddr, commandsFrom, type CommandMonitor } from '../support/monitor.js';
 import { sharedRedis } from '../support/redis-server.js';
-import { testResources, type Redis } from '../support/resources.js';
+import { commandsOf } from '../support/clients.js';
+import { testResources, type LockConnection, type Redis } from '../support/resources.js';
 import { sleep } from '../support/wait.js';
 
 /** A bad value, its description, and what the message must mention (the option, what arrived). */
@@ -199,7 +200,7 @@ const BAD_CALLBACKS: readonly Case[] = [
 
 describe('validation: bad input is rejected before any Redis command', () => {
   let url: string;
-  let redis: Redis;
+  let redis: LockConnection;
   /** For CLIENT LIST and the lock-stealing in the owner-token test; never monitored. */
   let stats: Redis;
   const connectionName = `lk-validation-${randomBytes(4).toString('hex')}`;
@@ -229,11 +230,11 @@ describe('validation: bad input is rejected before any Redis command', () => {
 
   beforeAll(async () => {
     ({ url } = await sharedRedis());
-    redis = await perFile.connect({ name: connectionName });
+    redis = await perFile.connectLocks({ name: connectionName });
     stats = await perFile.connect();
-    addr = await clientAddr(redis);
+    addr = await clientAddr(commandsOf(redis));
     monitor = await perFile.monitor();
-    watched = { redis, addr, monitor };
+    watched = { redis: commandsOf(redis), addr, monitor };
   });
 
   afterEach(() => res.closeAll());
@@ -242,9 +243,9 @@ describe('validation: bad input is rejected before any Redis command', () => {
 
   it('the monitor sees commands of the client connection (the zero counts below can fail)', async () => {
     const marker = randomBytes(6).toString('hex');
-    await redis.sendCommand(['ECHO', marker]);
-    await redis.sendCommand(['EXISTS', `${uniquePrefix('validation')}probe`]);
-    await redis.sendCommand(['ECHO', `${marker}:end`]);
+    await commandsOf(redis).sendCommand(['ECHO', marker]);
+    await commandsOf(redis).sendCommand(['EXISTS', `${uniquePrefix('validation')}probe`]);
+    await commandsOf(redis).sendCommand(['ECHO', `${marker}:end`]);
     await monitor.waitFor(() =>
       commandsFrom(monitor.lines, { clientAddr: addr }).some((command) => command[1] === `${marker}:end`),
     );

@@ -1,0 +1,42 @@
+import type { RedisConnection } from './connection.js';
+import { commandClass, IoRedisConnection, ioRedisProblem, isIoRedis } from './ioredis.js';
+import { NodeRedisConnection, nodeRedisProblem } from './node-redis.js';
+
+/** Why a value cannot be used as latchkey's client, and of which library it seems to be. @internal */
+export type ClientProblem =
+  | { readonly problem: 'not-a-client' }
+  | {
+      readonly library: 'node-redis';
+      readonly problem: 'cluster' | 'sentinel' | 'not-open';
+    }
+  | {
+      readonly library: 'ioredis';
+      readonly problem: 'cluster' | 'sentinel' | 'lazy' | 'closed' | 'subscriber' | 'unknown-version';
+      readonly status: string;
+    };
+
+/**
+ * The connection for the user's client, whichever library it comes from (recognised by shape,
+ * never by importing the library), or why it cannot be used. Sends nothing.
+ * @internal
+ */
+export function adapt(redis: unknown): RedisConnection | ClientProblem {
+  // An ioredis client has node-redis's two methods too, so it is looked for first.
+  if (isIoRedis(redis)) {
+    const problem = ioRedisProblem(redis);
+    if (problem !== undefined) return { library: 'ioredis', problem, status: redis.status };
+    const Command = commandClass(redis);
+    if (Command === undefined)
+      return { library: 'ioredis', problem: 'unknown-version', status: redis.status };
+    return new IoRedisConnection(redis, Command);
+  }
+  const problem = nodeRedisProblem(redis);
+  if (problem === 'not-a-client') return { problem };
+  if (problem !== undefined) return { library: 'node-redis', problem };
+  return new NodeRedisConnection(redis as ConstructorParameters<typeof NodeRedisConnection>[0]);
+}
+
+/** Whether {@link adapt} found a connection. @internal */
+export function isConnection(adapted: RedisConnection | ClientProblem): adapted is RedisConnection {
+  return !('problem' in adapted);
+}
