@@ -32,6 +32,11 @@ export class Calls {
     this.#isClosed = isClosed;
   }
 
+  /** Whether the user closed the Redis client: no call will get through again. */
+  get connectionClosed(): boolean {
+    return this.#runner.connectionClosed;
+  }
+
   /** A new id for a request, unique to this client. */
   nextRequestId(): string {
     this.#requestCounter += 1;

@@ -45,6 +45,8 @@ export class Holds {
   readonly #events: Events;
   readonly #settings: HoldsSettings;
   readonly #watchdog: Watchdog;
+  /** The warning about a Redis client closed under held locks goes out once per client. */
+  #warnedClientClosed = false;
   /** The process warning about long holds goes out once per client. */
   #warnedLongHold = false;
 
@@ -225,6 +227,10 @@ export class Holds {
 
   /** Renews one watchdog batch: one call per kind in it. */
   async #renewAll(holds: readonly Hold[]): Promise<boolean> {
+    if (this.#calls.connectionClosed) {
+      this.#clientClosed();
+      return true;
+    }
     if (this.#settings.longHoldWarningMs > 0) this.#reportLongHolds(holds);
     const first = holds[0]?.target.protocol;
     if (holds.every((hold) => hold.target.protocol === first)) return this.#renew(holds);
@@ -275,6 +281,36 @@ export class Holds {
       }
     });
     return true;
+  }
+
+  /**
+   * The user closed the Redis client while this client held locks, without closing the
+   * LockClient first: nothing can renew or release them now, so they stay locked in Redis until
+   * their leases end. Said loudly (an `error` event and a process warning, once), and every hold
+   * is declared lost so its holder stops.
+   */
+  #clientClosed(): void {
+    const held = [...this.#byChain.values()];
+    if (held.length === 0) return;
+    const longestMs = Math.max(
+      ...held.map((hold) => Math.max(0, Math.round(hold.validUntil - performance.now()))),
+    );
+    const names = held.slice(0, 5).map((hold) => `"${hold.name}"`);
+    if (held.length > names.length) names.push(`and ${held.length - names.length} more`);
+    const message =
+      `The Redis client given to this LockClient was closed while it held ${held.length} lock(s) (${names.join(', ')}): ` +
+      `they stay locked in Redis until their leases end, within ${longestMs} ms. Close the LockClient first (await locks.close()), then the Redis client.`;
+    for (const hold of held) {
+      this.markLost(
+        hold,
+        'client-closed',
+        `Lock "${hold.name}" was given up: the Redis client of its LockClient was closed`,
+      );
+    }
+    if (this.#warnedClientClosed) return;
+    this.#warnedClientClosed = true;
+    this.#events.error(new ClientClosedError(message));
+    process.emitWarning(`latchkey: ${message}`, { code: 'LATCHKEY_CLIENT_CLOSED' });
   }
 
   /**

@@ -165,6 +165,12 @@ export class Notifications {
   readonly #lingerMs: number;
   readonly #channels = new Map<string, ChannelState>();
   #subscriber: Promise<Subscriber> | undefined;
+  /**
+   * Waiters of every channel. The subscriber connection keeps the process alive only while
+   * one waits: an idle subscription (lingering, or the grant channel) never does, so a process
+   * that forgot `close()` can still exit.
+   */
+  #waiting = 0;
   #grants: Promise<void> | undefined;
   #grantsReady = false;
   #closed = false;
@@ -236,11 +242,15 @@ export class Notifications {
     }
     const waiter = new Waiter(state);
     state.waiters.push(waiter);
+    this.#waiting += 1;
+    if (this.#waiting === 1) this.#holdProcess();
     return { waiter, fresh };
   }
 
   /** @internal Called by a waiter that left. */
   released(state: ChannelState): void {
+    this.#waiting -= 1;
+    if (this.#waiting === 0) this.#holdProcess();
     if (state.waiters.length > 0 || this.#closed) return;
     if (state.linger !== undefined) clearTimeout(state.linger);
     state.linger = setTimeout(() => this.#drop(state), this.#lingerMs);
@@ -293,8 +303,21 @@ export class Notifications {
     this.#grantsReady = !this.#closed;
   }
 
+  /** Refs the subscriber's socket while anyone waits, unrefs it otherwise (once connected). */
+  #holdProcess(): void {
+    this.#subscriber
+      ?.then((subscriber) => {
+        if (this.#waiting > 0) subscriber.ref();
+        else subscriber.unref();
+      })
+      .catch(() => undefined);
+  }
+
   async #connected(): Promise<Subscriber> {
-    this.#subscriber ??= this.#host.connect();
+    if (this.#subscriber === undefined) {
+      this.#subscriber = this.#host.connect();
+      this.#holdProcess();
+    }
     try {
       return await this.#subscriber;
     } catch (error) {

@@ -91,6 +91,8 @@ export interface RedisConnection {
    * instead of being sent again.
    */
   send(args: string[], signal?: AbortSignal): Promise<unknown>;
+  /** Whether the user closed the client: it will not connect again. */
+  readonly closed: boolean;
   /** Opens a connection of its own for subscriptions (the user's client is left as it is). */
   openSubscriber(events: SubscriberEvents): Promise<Subscriber>;
 }

@@ -131,6 +131,10 @@ export class IoRedisConnection implements RedisConnection {
     this.#Command = Command;
   }
 
+  get closed(): boolean {
+    return this.#client.status === 'end';
+  }
+
   /** A ready client writes a command out at once, and this adapter never lets one out twice. */
   get sendsAtOnce(): boolean {
     return this.#client.status === 'ready';

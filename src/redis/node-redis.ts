@@ -44,6 +44,10 @@ export class NodeRedisConnection implements RedisConnection {
     this.#client = client;
   }
 
+  get closed(): boolean {
+    return this.#client.isOpen === false;
+  }
+
   /** A ready client writes a command out at once; node-redis never writes one twice. */
   get sendsAtOnce(): boolean {
     return this.#client.isReady === true;

@@ -121,6 +121,11 @@ export class ScriptRunner {
   #abort: AbortController | undefined;
   #abortUntil = 0;
 
+  /** Whether the user closed the client the runner sends through. */
+  get connectionClosed(): boolean {
+    return this.#connection.closed;
+  }
+
   constructor(connection: RedisConnection, timeoutMs: number) {
     this.#connection = connection;
     this.#timeoutMs = timeoutMs;

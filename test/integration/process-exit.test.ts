@@ -1,0 +1,70 @@
+/**
+ * A process must be able to exit when nothing of its own is pending: latchkey's subscriber
+ * connection keeps it alive only while a waiter waits. And a Redis client closed before its
+ * LockClient, while locks are held, is said out loud instead of leaving them locked silently.
+ */
+import { describe, expect, it } from 'vitest';
+import { ClientClosedError, LockClient, LockLostError } from '../../src/index.js';
+import { connectClient, destroyClient } from '../support/clients.js';
+import { uniquePrefix } from '../support/keys.js';
+import { sharedSuite } from '../support/shared-suite.js';
+import { waitUntil } from '../support/wait.js';
+
+const FIXTURE = new URL('../support/fixtures/forgot-close.ts', import.meta.url).pathname;
+/** Generous: the worker starts through tsx on a possibly busy machine. */
+const EXIT_WITHIN_MS = 15_000;
+
+describe('process exit and a closed Redis client', () => {
+  const suite = sharedSuite('process-exit');
+
+  for (const hold of [false, true]) {
+    it(`a process that forgot locks.close() exits once its own client is closed${hold ? ', holding a lock' : ''}`, async () => {
+      const prefix = uniquePrefix('forgot-close');
+      const worker = suite.res.worker(FIXTURE, {
+        REDIS_URL: suite.url,
+        KEY_PREFIX: prefix,
+        HOLD: hold ? '1' : '0',
+      });
+      await worker.next((message) => message['type'] === 'done', EXIT_WITHIN_MS);
+      const exit = await Promise.race([
+        worker.exited,
+        new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 5_000)),
+      ]);
+      expect(exit).toEqual({ code: 0, signal: null });
+      if (hold) {
+        // Nobody released it: it stays locked until its lease ends, as the README says.
+        const pttl = await suite.admin.pTTL(`${prefix}orders:still-held`);
+        expect(pttl).toBeGreaterThan(0);
+        await suite.admin.del(`${prefix}orders:still-held`);
+      }
+    }, 30_000);
+  }
+
+  it('says so, and gives the holds up, when the Redis client is closed before the LockClient', async () => {
+    const redis = await connectClient({ url: suite.url });
+    const locks = new LockClient(redis, { keyPrefix: uniquePrefix('closed-first'), watchdogTimeoutMs: 300 });
+    const errors: Error[] = [];
+    locks.on('error', (error) => errors.push(error));
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): void => {
+      if ((warning as Error & { code?: string }).code === 'LATCHKEY_CLIENT_CLOSED') warnings.push(warning);
+    };
+    process.on('warning', onWarning);
+    try {
+      const lease = await locks.lock('payroll:run').acquire();
+      destroyClient(redis);
+      await waitUntil('the holder is told', () => lease.signal.aborted, 2_000);
+      expect(lease.signal.reason).toBeInstanceOf(LockLostError);
+      expect((lease.signal.reason as LockLostError).reason).toBe('client-closed');
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toBeInstanceOf(ClientClosedError);
+      expect(errors[0]?.message).toMatch(
+        /"payroll:run".*stay locked in Redis until their leases end.*Close the LockClient first/s,
+      );
+      await waitUntil('the process warning is out', () => warnings.length === 1, 1_000);
+    } finally {
+      process.off('warning', onWarning);
+      await locks.close();
+    }
+  });
+});
