@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { ClientClosedError, LockClient, LockLostError } from '../../src/index.js';
 import { connectClient, destroyClient } from '../support/clients.js';
 import { uniquePrefix } from '../support/keys.js';
+import { startRedis } from '../support/redis-server.js';
+import { testResources } from '../support/resources.js';
 import { sharedSuite } from '../support/shared-suite.js';
 import { waitUntil } from '../support/wait.js';
 
@@ -39,6 +41,42 @@ describe('process exit and a closed Redis client', () => {
       }
     }, 30_000);
   }
+
+  it("latchkey's own connection never crashes the process, even with no 'error' listener", async () => {
+    // A server of its own: CLIENT KILL hits every subscriber of a server.
+    const server = await startRedis();
+    const own = testResources(() => server.url);
+    const redis = await connectClient({ url: server.url });
+    // No 'error' listener on the LockClient: its connection's errors must go nowhere harmful.
+    const locks = new LockClient(redis, { keyPrefix: uniquePrefix('no-listener') });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason);
+    };
+    process.on('uncaughtException', onUnhandled);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const admin = await own.connect();
+      const held = await locks.lock('reports:daily').acquire();
+      const channel = `redisson_lock__channel:{${held.key}}`;
+      const waiting = locks.lock('reports:daily').acquire({ waitMs: 10_000 });
+      await waitUntil('the waiter subscribed', async () => (await own.numsub(channel)) === 1);
+      // Kills latchkey's subscriber connection: the library reconnects it and reports the error
+      // as an 'error' event, which nobody listens to here.
+      await admin.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']);
+      await waitUntil('the waiter subscribed again', async () => (await own.numsub(channel)) === 1, 5_000);
+      await held.release();
+      await (await waiting).release();
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onUnhandled);
+      process.off('unhandledRejection', onUnhandled);
+      await locks.close();
+      destroyClient(redis);
+      await own.closeAll();
+      await server.stop();
+    }
+  });
 
   it('says so, and gives the holds up, when the Redis client is closed before the LockClient', async () => {
     const redis = await connectClient({ url: suite.url });
