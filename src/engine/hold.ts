@@ -35,15 +35,13 @@ export class Hold {
    * within the lease means that earlier release went through.
    */
   releaseUnconfirmed = false;
-  /** Monotonic time at which the hold was first confirmed. */
+  /**
+   * Monotonic time at which the hold was first confirmed; 0 before that, and again once the hold
+   * ended and its hold time was recorded.
+   */
   acquiredAt = 0;
   /** Reported as held for longer than `longHoldWarningMs`. */
   reportedLong = false;
-  /**
-   * Monotonic time the hold was first confirmed, kept for telemetry's hold-time histogram while
-   * telemetry is on (undefined otherwise, and once recorded).
-   */
-  heldSince: number | undefined;
   /** Made on first use: most holds are released without anyone asking for their signal. */
   #controller: AbortController | undefined;
 

@@ -78,7 +78,6 @@ export class Holds {
   /** A hold confirmed for the first time: kept, and renewed or watched for expiry. */
   add(hold: Hold): void {
     hold.acquiredAt = performance.now();
-    this.#settings.telemetry.held(hold);
     this.#byChain.set(hold.chain, hold);
     this.#watchdog.track(hold);
   }
@@ -322,7 +321,7 @@ export class Holds {
     const limitMs = this.#settings.longHoldWarningMs;
     for (const hold of holds) {
       const heldMs = now - hold.acquiredAt;
-      if (hold.reportedLong || heldMs < limitMs) continue;
+      if (hold.reportedLong || hold.acquiredAt === 0 || heldMs < limitMs) continue;
       hold.reportedLong = true;
       this.#events.emit('leaseHeldLong', { name: hold.name, key: hold.key, heldMs: Math.round(heldMs) });
       if (!this.#warnedLongHold) {

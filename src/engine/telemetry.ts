@@ -52,8 +52,6 @@ export interface Telemetry {
   release(hold: Hold, run: () => Promise<void>): Promise<void>;
   /** A local waiter of `target` started (+1) or stopped (-1) waiting. */
   waiting(target: Target, delta: 1 | -1): void;
-  /** `hold` was confirmed for the first time: its hold time starts now. */
-  held(hold: Hold): void;
   /** `hold` ended (its last release, or its loss): records its hold time, once. */
   ended(hold: Hold): void;
   /** `hold` was declared lost. */
@@ -73,7 +71,6 @@ export const NO_TELEMETRY: Telemetry = Object.freeze({
   ) => run(),
   release: (_hold: Hold, run: () => Promise<void>) => run(),
   waiting: () => undefined,
-  held: () => undefined,
   ended: () => undefined,
   lost: () => undefined,
   renewalFailed: () => undefined,
@@ -258,14 +255,11 @@ class OpenTelemetryReporter implements Telemetry {
     this.#waiters.add(delta, this.#of(target.protocol.kind));
   }
 
-  held(hold: Hold): void {
-    hold.heldSince = performance.now();
-  }
-
   ended(hold: Hold): void {
-    const since = hold.heldSince;
-    if (since === undefined) return;
-    hold.heldSince = undefined;
+    // Its hold time counts from its first confirmation, and is recorded once.
+    const since = hold.acquiredAt;
+    if (since === 0) return;
+    hold.acquiredAt = 0;
     this.#holdDuration.record(performance.now() - since, this.#of(hold.target.protocol.kind));
   }
 

@@ -69,7 +69,7 @@ describe('telemetry loader', () => {
 describe('telemetry without the API', () => {
   const protocol = { kind: 'lock' } as Protocol;
   const target: Target = { name: 'invoice:42', key: 'invoice:42', channel: 'unused', protocol };
-  const hold = { name: target.name, target, count: 1, heldSince: undefined } as unknown as Hold;
+  const hold = { name: target.name, target, count: 1, acquiredAt: 1_000 } as unknown as Hold;
 
   it('is the telemetry that reports nothing', () => {
     expect(createTelemetry(undefined)).toBe(NO_TELEMETRY);
@@ -93,11 +93,10 @@ describe('telemetry without the API', () => {
   });
 
   it('records nothing on a hold', () => {
-    NO_TELEMETRY.held(hold);
     NO_TELEMETRY.waiting(target, 1);
     NO_TELEMETRY.lost(hold, 'expired');
     NO_TELEMETRY.renewalFailed(protocol, 3);
     NO_TELEMETRY.ended(hold);
-    expect(hold.heldSince).toBeUndefined();
+    expect(hold.acquiredAt).toBe(1_000);
   });
 });

@@ -7,6 +7,7 @@ import type {
   ScriptCall,
   Target,
 } from '../../engine/types.js';
+import { renewedFlags } from '../../engine/replies.js';
 import { fencingTokenKey, waitQueueKey } from '../../keys.js';
 import { luaScripts } from '../../scripts/generated.js';
 
@@ -43,11 +44,6 @@ function releaseOutcome(reply: unknown): ReleaseOutcome | undefined {
     default:
       return undefined;
   }
-}
-
-function renewOutcome(reply: unknown, count: number): readonly boolean[] | undefined {
-  if (!Array.isArray(reply) || reply.length !== count) return undefined;
-  return reply.map((flag) => Number(flag) === 1);
 }
 
 /**
@@ -143,7 +139,7 @@ export function reentrantProtocol(fenced: boolean): Protocol {
         args: [String(leaseMs), ...holds.map((hold) => hold.field)],
       };
     },
-    renewOutcome,
+    renewOutcome: renewedFlags,
     abandon(hold: HeldLock): ScriptCall {
       return {
         script: scripts.abandon,

@@ -7,6 +7,7 @@ import type {
   ScriptCall,
   Target,
 } from '../../engine/types.js';
+import { renewedFlags } from '../../engine/replies.js';
 import { luaScripts } from '../../scripts/generated.js';
 
 /** Reply code of simple-lock/acquire.lua for a request given up by cancel-acquire.lua. */
@@ -73,10 +74,7 @@ export const SIMPLE_LOCK_PROTOCOL: Protocol = {
       args: [String(leaseMs), ...holds.map((hold) => hold.field)],
     };
   },
-  renewOutcome(reply: unknown, count: number): readonly boolean[] | undefined {
-    if (!Array.isArray(reply) || reply.length !== count) return undefined;
-    return reply.map((flag) => Number(flag) === 1);
-  },
+  renewOutcome: renewedFlags,
   abandon(hold: HeldLock): ScriptCall {
     // Compare-and-delete: the key goes only if it still holds this hold's token.
     return { script: luaScripts['simple-lock/release'], keys: [hold.key], args: [hold.channel, hold.field] };
