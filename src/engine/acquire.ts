@@ -120,8 +120,11 @@ export class Acquirer {
     const deadline = startedAt + waitMs;
     const ttlMs = leaseMs ?? this.#settings.watchdogTimeoutMs;
     const watchdog = leaseMs === undefined;
-    const { poll } = target.protocol;
-    const queue = target.protocol.queue !== undefined;
+    const protocol = target.protocol;
+    const { poll } = protocol;
+    const queue = protocol.queue !== undefined;
+    const heartbeatMs = protocol.heartbeatMs ?? Number.POSITIVE_INFINITY;
+    const channel = protocol.waitChannel?.(target, field) ?? target.channel;
     const notifications = this.#notifications;
     // Only an acquire that may wait joins the queue, and only once this client listens for
     // hand-overs: a hand-over nobody hears is skipped, so it would be wasted.
@@ -141,6 +144,7 @@ export class Acquirer {
         ttlMs,
         watchdog,
         deadline,
+        waitMs > 0,
         ticket !== undefined && notifications.grantsReady ? ticket : undefined,
       );
       if (signal === undefined) return sent;
@@ -161,7 +165,7 @@ export class Acquirer {
     let waiter: Waiter | undefined;
     let acquired = false;
     try {
-      const generationBefore = notifications.generationOf(target.channel);
+      const generationBefore = notifications.generationOf(channel);
       let outcome = await attempt();
       if (outcome.hold !== undefined) {
         acquired = true;
@@ -172,7 +176,7 @@ export class Acquirer {
 
       this.#settings.assertOpen();
       signal?.throwIfAborted();
-      const joined = notifications.join(target.channel, queue);
+      const joined = notifications.join(channel, queue, protocol.wakes);
       waiter = joined.waiter;
       this.#telemetry.waiting(target, 1);
       if (ticket !== undefined) ticket.waiter = waiter;
@@ -197,7 +201,10 @@ export class Acquirer {
           const remaining = deadline - performance.now();
           if (remaining <= 0) return null;
           const untilExpiry = expiresAt - performance.now();
-          const bound = waiter.isHead ? Math.min(untilExpiry, remaining, pollMs) : remaining;
+          const bound = Math.min(
+            waiter.isHead ? Math.min(untilExpiry, remaining, pollMs) : remaining,
+            heartbeatMs,
+          );
           const reason = await waiter.wait(bound, signal);
           this.#settings.assertOpen();
           signal?.throwIfAborted();
@@ -230,7 +237,21 @@ export class Acquirer {
         this.#telemetry.waiting(target, -1);
       }
       if (ticket !== undefined) ticket.waiter = undefined;
-      if (!acquired && !this.#settings.isClosed() && (ticket !== undefined || abandoned !== undefined)) {
+      // A kind with a queue of its own: an acquire that may have joined it and gave up leaves it,
+      // after its last attempt, unless another acquire of the same owner still waits there.
+      const leave =
+        !acquired && waitMs > 0 && !this.#queue.isAcquiring(chain) && !this.#settings.isClosed()
+          ? protocol.leave?.(target, field)
+          : undefined;
+      const left =
+        leave === undefined
+          ? undefined
+          : this.#chains.run(chain, () => this.#calls.idempotent(leave, (attempt) => attempt < 3));
+      if (
+        !acquired &&
+        !this.#settings.isClosed() &&
+        (ticket !== undefined || abandoned !== undefined || left !== undefined)
+      ) {
         // A caller that gave up is neither queued nor holding when its call returns, as long
         // as Redis answers in time: by its deadline plus a command timeout, or within a short
         // grace after an abort. Otherwise the clean-up goes on after the call returned.
@@ -240,7 +261,7 @@ export class Acquirer {
             : Number.isFinite(deadline)
               ? deadline + this.#calls.timeoutMs - performance.now()
               : this.#calls.timeoutMs;
-        await within(Promise.all([ticket && this.#queue.withdraw(ticket), abandoned]), budget);
+        await within(Promise.all([ticket && this.#queue.withdraw(ticket), abandoned, left]), budget);
       }
     }
   }
@@ -282,6 +303,7 @@ export class Acquirer {
     ttlMs: number,
     watchdog: boolean,
     deadline: number,
+    waiting: boolean,
     ticket: Ticket | undefined,
   ): Promise<Attempt> {
     return this.#chains.run(chain, async (keepBusy) => {
@@ -317,6 +339,7 @@ export class Acquirer {
         waiter: ticket?.entry(ticket.pending) ?? '',
         queuedAs: ticket?.entry(ticket.token) ?? '',
         queueTtlMs: hold.ttlMs + QUEUE_TTL_MS,
+        waiting,
       };
       const protocol = target.protocol;
       const sentAt = performance.now();
@@ -367,6 +390,8 @@ export class Acquirer {
             ? new LockLostError(message, 'not-owner')
             : holds.markLost(existing, 'not-owner', message);
         }
+        case 'refused':
+          throw outcome.error(target.name);
         case 'cancelled':
           // Only a request this client gave up on is refused, and requests are never reused.
           throw new LockError(

@@ -1,12 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'eventemitter3';
 import { ClientClosedError } from '../errors.js';
-import { grantChannel } from '../keys.js';
+import { grantChannel, requestKey } from '../keys.js';
 import type { LockClientEvents } from '../options.js';
 import type { RedisConnection, Subscriber } from '../redis/connection.js';
 import { ScriptRunner } from '../scripts/runner.js';
 import { Acquirer } from './acquire.js';
-import { Calls } from './calls.js';
+import { Calls, redisError } from './calls.js';
+import { waitFor, type Condition } from './condition.js';
 import { OperationChains } from './chains.js';
 import { Events } from './events.js';
 import type { Hold } from './hold.js';
@@ -15,7 +16,7 @@ import type { Lease, LeaseFactory, LeaseHost } from './lease.js';
 import { Notifications } from './notifications.js';
 import { createTelemetry, NO_TELEMETRY, openTelemetry } from './telemetry.js';
 import { ServerCheck } from './server-check.js';
-import type { Target } from './types.js';
+import type { ScriptCall, Target } from './types.js';
 
 /**
  * How long a last release is retried: twice the command timeout, within these bounds. Its
@@ -136,6 +137,47 @@ export class Engine {
   /** A plain read command, retried on transient failures. */
   command(args: string[], doing: string): Promise<unknown> {
     return this.#calls.command(args, doing);
+  }
+
+  /**
+   * Waits for a condition that is not a hold (permits of a semaphore, a latch at zero): see
+   * {@link waitFor}. Like {@link Engine.acquire}, it checks the server's version first, within its
+   * bound.
+   */
+  waitFor<T>(condition: Condition<T>, waitMs: number, signal: AbortSignal | undefined): Promise<T | null> {
+    const host = { notifications: this.#notifications, assertOpen: () => this.assertOpen() };
+    if (this.#server.passed) return waitFor(host, condition, waitMs, signal);
+    const startedAt = performance.now();
+    return this.#server.check(signal).then(() => waitFor(host, condition, waitMs, signal, startedAt));
+  }
+
+  /**
+   * Runs a script whose every call is safe to repeat (its request key makes it so), retrying
+   * transient failures until `until` (monotonic ms; default: a few tries). Failures of Redis
+   * reject with a {@link LockError} `REDIS_ERROR` that says what was being done.
+   */
+  async call(call: ScriptCall, doing: string, until?: number): Promise<unknown> {
+    this.assertOpen();
+    if (!this.#server.passed) await this.#server.check(undefined);
+    try {
+      return await this.#calls.idempotent(
+        call,
+        (attempt) => (until === undefined ? attempt < 3 : performance.now() < until),
+        until === undefined ? Number.POSITIVE_INFINITY : until + this.#calls.timeoutMs,
+      );
+    } catch (error) {
+      throw redisError(error, doing);
+    }
+  }
+
+  /** A fresh request key beside `key`, for a script call that must take effect once. */
+  requestKey(key: string): string {
+    return requestKey(key, this.#calls.nextRequestId());
+  }
+
+  /** How long one Redis call may take, in milliseconds. */
+  get commandTimeoutMs(): number {
+    return this.#calls.timeoutMs;
   }
 
   async forceUnlock(target: Target): Promise<boolean> {

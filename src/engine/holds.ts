@@ -275,6 +275,10 @@ export class Holds {
       if (renewed[index] === true) {
         hold.extend(sentAt);
         this.#watchdog.touched(hold);
+      } else if (hold.count - hold.releasing <= 0) {
+        // Its last release is under way and may have run first (a renewal that met a flushed
+        // script cache is sent again after it): that release's reply says what became of it.
+        return;
       } else {
         this.markLost(hold, 'not-owner', `Lock "${hold.name}" was lost: it expired or was taken over`);
       }

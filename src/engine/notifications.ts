@@ -110,6 +110,12 @@ export class Waiter {
         reject(signal.reason);
         return;
       }
+      // Closed while this waiter's last attempt was in flight: the close has told its waiters
+      // already, and would never tell this one.
+      if (this.#channel.owner.closed) {
+        reject(this.#channel.owner.closedError());
+        return;
+      }
       if (Number.isFinite(ms)) timer = setTimeout(() => done('timeout'), Math.max(0, ms));
       signal?.addEventListener('abort', onAbort, { once: true });
       this.#channel.closing.add(onClose);
@@ -141,6 +147,8 @@ interface ChannelState {
   ready: Promise<void>;
   generation: number;
   linger: NodeJS.Timeout | undefined;
+  /** How many waiters a message wakes; undefined: the first. */
+  wakes: ((message: string) => number) | undefined;
 }
 
 /** @internal */
@@ -177,11 +185,17 @@ export class Notifications {
   readonly #onGrant = (ticket: string): void => {
     this.#host.onGrant(ticket);
   };
-  readonly #onMessage = (_message: string, channel: string): void => {
+  readonly #onMessage = (message: string, channel: string): void => {
     const state = this.#channels.get(channel);
     if (state === undefined) return;
     state.generation += 1;
-    state.waiters[0]?.wake();
+    if (state.wakes === undefined) {
+      state.waiters[0]?.wake();
+      return;
+    }
+    const count = state.wakes(message);
+    // Waking one may change the queue (a waiter that leaves promotes the next): wake a copy.
+    for (const waiter of state.waiters.slice(0, count)) waiter.wake();
   };
 
   constructor(host: SubscriptionsHost, lingerMs: number) {
@@ -197,6 +211,16 @@ export class Notifications {
     return this.#grantsReady;
   }
 
+  /** Whether {@link Notifications.close} was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** What a wait rejects with once the subscriptions are closed. */
+  closedError(): Error {
+    return this.#host.closedError();
+  }
+
   /** Generation of a channel that is subscribed, or undefined when it is not (yet). */
   generationOf(channel: string): number | undefined {
     return this.#channels.get(channel)?.generation;
@@ -209,11 +233,15 @@ export class Notifications {
 
   /**
    * Joins the queue of a channel, subscribing first if this client is not subscribed yet, and
-   * to the grant channel too when `grants` is set (kinds with a wait queue). `fresh` tells that
-   * the subscription is new: the caller must try again once it is ready, since an unlock before
-   * it was confirmed was not heard.
+   * to the grant channel too when `grants` is set (kinds with a wait queue). `wakes` says how many
+   * waiters a message wakes (default: the first). `fresh` tells that the subscription is new: the
+   * caller must try again once it is ready, since an unlock before it was confirmed was not heard.
    */
-  join(channel: string, grants: boolean): { waiter: Waiter; fresh: boolean } {
+  join(
+    channel: string,
+    grants: boolean,
+    wakes?: (message: string) => number,
+  ): { waiter: Waiter; fresh: boolean } {
     if (this.#closed) throw this.#host.closedError();
     let state = this.#channels.get(channel);
     const fresh = state === undefined;
@@ -226,6 +254,7 @@ export class Notifications {
         ready: Promise.resolve(),
         generation: 0,
         linger: undefined,
+        wakes,
       };
       state.ready = this.#subscribe(channel);
       this.#channels.set(channel, state);

@@ -1,3 +1,4 @@
+import type { LockError } from '../errors.js';
 import type { LuaScript } from '../scripts/script.js';
 
 /**
@@ -54,6 +55,11 @@ export interface AcquireRequest {
   readonly queuedAs: string;
   /** How long the wait queue lives after a waiter joins, in milliseconds. */
   readonly queueTtlMs: number;
+  /**
+   * Whether the acquire may wait: only then may a kind with a queue of its own in Redis (see
+   * {@link Protocol.leave}) put the owner in it.
+   */
+  readonly waiting: boolean;
 }
 
 /**
@@ -63,13 +69,16 @@ export interface AcquireRequest {
  * - `busy`: another owner holds it for `pttl` ms more (-1: no expiry); `pushed` tells that the
  *   waiter's entry in the queue is now the request's `waiter`, not its `queuedAs`;
  * - `cancelled`: the request had been given up and was refused;
- * - `lost`: the owner's hold count is not what the client knew: its hold was lost.
+ * - `lost`: the owner's hold count is not what the client knew: its hold was lost;
+ * - `refused`: the kind will never grant this request as it stands (a read lock's owner asking
+ *   for the write lock): the acquire rejects at once with `error(name)`, nothing changed.
  */
 export type AcquireOutcome =
   | { readonly status: 'held'; readonly proof: string | undefined }
   | { readonly status: 'busy'; readonly pttl: number; readonly pushed: boolean }
   | { readonly status: 'cancelled' }
-  | { readonly status: 'lost' };
+  | { readonly status: 'lost' }
+  | { readonly status: 'refused'; readonly error: (name: string) => LockError };
 
 /**
  * What a release found: `partial` — holds remain; `freed` — the lock was freed (or handed on);
@@ -112,6 +121,28 @@ export interface Protocol {
   readonly needsProof: boolean;
   /** Set when some holders (foreign clients) announce nothing: waiters re-check this often. */
   readonly poll: PollPolicy | undefined;
+  /**
+   * The channel one owner's waiters listen on, for a kind that wakes its waiters one by one (the
+   * fair lock names a channel per owner). Default: the target's channel.
+   */
+  waitChannel?(target: Target, field: string): string;
+  /**
+   * How many of a client's local waiters on a channel one message wakes, read from the message
+   * (a semaphore's count of free permits; `Infinity`: all of them). Default: 1, the first.
+   */
+  readonly wakes?: (message: string) => number;
+  /**
+   * Set for a kind that keeps waiters in a queue of its own in Redis and forgets one that stops
+   * asking (the fair lock, a waiting writer): every waiter, not only the first of its client,
+   * tries again at least this often, in milliseconds, which keeps its place.
+   */
+  readonly heartbeatMs?: number;
+  /**
+   * Takes an owner that gave up waiting out of the kind's own queue in Redis, and wakes whoever
+   * is next if that changes who may go. Sent after the owner's last attempt, when the acquire
+   * ends without the lock.
+   */
+  leave?(target: Target, field: string): ScriptCall;
   acquire(request: AcquireRequest, retry: boolean): ScriptCall;
   acquireOutcome(reply: unknown): AcquireOutcome | undefined;
   /** Refuses any late copy of an acquire whose outcome is unknown, and undoes it if applied. */

@@ -32,6 +32,11 @@ export class WaitQueue {
     this.#acquiring.set(chain, (this.#acquiring.get(chain) ?? 0) + 1);
   }
 
+  /** Whether an acquire of the owner and lock of `chain` is under way. */
+  isAcquiring(chain: string): boolean {
+    return this.#acquiring.has(chain);
+  }
+
   /** An acquire of the owner and lock of `chain` ends. */
   end(chain: string): void {
     const others = (this.#acquiring.get(chain) ?? 1) - 1;

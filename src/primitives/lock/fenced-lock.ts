@@ -1,4 +1,5 @@
 import type { Engine } from '../../engine/engine.js';
+import { hashHoldCount } from '../../engine/hold-count.js';
 import type { Hold } from '../../engine/hold.js';
 import type { LeaseHost } from '../../engine/lease.js';
 import { LockHandle } from '../../engine/handle.js';
@@ -6,7 +7,6 @@ import type { Protocol } from '../../engine/types.js';
 import { LockError } from '../../errors.js';
 import { fencingTokenKey, lockKey, ownerField, unlockChannel } from '../../keys.js';
 import { FencedLease } from './fenced-lease.js';
-import { reentrantHoldCount } from './lock.js';
 import { reentrantProtocol } from './protocol.js';
 
 const PROTOCOL: Protocol = reentrantProtocol(true);
@@ -51,7 +51,9 @@ export class FencedLock extends LockHandle<FencedLease> {
 
   /** How many times the calling async context holds the lock (0 when it does not). */
   holdCount(): Promise<number> {
-    return reentrantHoldCount(this.engine, this.key, this.name, this.heldByContext());
+    return hashHoldCount(this.engine, this.key, this.name, this.heldByContext(), (ownerId) =>
+      ownerField(this.engine.clientId, ownerId),
+    );
   }
 
   /** The last fencing token issued for this lock, `null` if none ever was. One round trip. */

@@ -1,9 +1,9 @@
 import type { Engine } from '../../engine/engine.js';
+import { hashHoldCount } from '../../engine/hold-count.js';
 import { LockHandle } from '../../engine/handle.js';
 import { Lease } from '../../engine/lease.js';
 import type { Protocol } from '../../engine/types.js';
 import { lockKey, ownerField, unlockChannel } from '../../keys.js';
-import { currentContext } from '../../owner.js';
 import { reentrantProtocol } from './protocol.js';
 
 const PROTOCOL: Protocol = reentrantProtocol(false);
@@ -41,22 +41,8 @@ export class Lock extends LockHandle<Lease> {
    * trip for a reentrant lock; for a non-reentrant one, 1 or 0 from this client's own state.
    */
   holdCount(): Promise<number> {
-    return reentrantHoldCount(this.engine, this.key, this.name, this.heldByContext());
+    return hashHoldCount(this.engine, this.key, this.name, this.heldByContext(), (ownerId) =>
+      ownerField(this.engine.clientId, ownerId),
+    );
   }
-}
-
-/** @internal {@link Lock.holdCount}, shared with the fenced lock of the same family. */
-export async function reentrantHoldCount(
-  engine: Engine,
-  key: string,
-  name: string,
-  heldByContext: boolean | undefined,
-): Promise<number> {
-  engine.assertOpen();
-  const context = currentContext();
-  if (context === undefined) return 0;
-  if (heldByContext !== undefined) return heldByContext ? 1 : 0;
-  const field = ownerField(engine.clientId, context.ownerId);
-  const reply = await engine.command(['HGET', key, field], `reading lock "${name}"`);
-  return reply === null || reply === undefined ? 0 : Number(reply);
 }
