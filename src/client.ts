@@ -2,9 +2,22 @@ import { EventEmitter } from 'eventemitter3';
 import { Engine } from './engine/engine.js';
 import { InvalidArgumentError } from './errors.js';
 import { lockKey } from './keys.js';
-import type { FencedLockOptions, LockClientEvents, LockClientOptions, LockOptions } from './options.js';
+import type {
+  FairLockOptions,
+  FencedLockOptions,
+  LockClientEvents,
+  LockClientOptions,
+  LockOptions,
+  PermitSemaphoreOptions,
+  SemaphoreOptions,
+} from './options.js';
+import { CountDownLatch } from './primitives/count-down-latch/count-down-latch.js';
+import { FairLock } from './primitives/fair-lock/fair-lock.js';
 import { FencedLock } from './primitives/lock/fenced-lock.js';
 import { Lock } from './primitives/lock/lock.js';
+import { PermitSemaphore } from './primitives/permit-semaphore/permit-semaphore.js';
+import { ReadWriteLock } from './primitives/read-write-lock/read-write-lock.js';
+import { Semaphore } from './primitives/semaphore/semaphore.js';
 import { SimpleLock } from './primitives/simple-lock/simple-lock.js';
 import { adapt, isConnection, type ClientProblem } from './redis/adapt.js';
 import type { LockRedisClient, RedisConnection } from './redis/connection.js';
@@ -177,6 +190,68 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   simpleLock(name: string): SimpleLock {
     const checked = this.#checkName(name);
     return new SimpleLock(this.#engine, this.#keyPrefix, checked);
+  }
+
+  /**
+   * A handle on the fair lock `name`: reentrant by default, granted in the order its waiters
+   * asked, across processes. Sends nothing to Redis. Same name rules as {@link LockClient.lock};
+   * options: `reentrant` and `waiterTimeoutMs` (see {@link FairLockOptions}).
+   *
+   * @throws {@link InvalidArgumentError} for a bad name or option.
+   * @example
+   * ```ts
+   * const settlements = locks.fairLock('settlements:eu');
+   * await settlements.withLock(() => settleNextBatch());
+   * ```
+   */
+  fairLock(name: string, options?: FairLockOptions): FairLock {
+    const checked = this.#checkName(name);
+    return new FairLock(this.#engine, this.#keyPrefix, checked, options);
+  }
+
+  /**
+   * A handle on the read-write lock `name`: many readers or one writer. Sends nothing to Redis.
+   * Same name rules as {@link LockClient.lock}.
+   *
+   * @throws {@link InvalidArgumentError} for a bad name.
+   */
+  readWriteLock(name: string): ReadWriteLock {
+    const checked = this.#checkName(name);
+    return new ReadWriteLock(this.#engine, this.#keyPrefix, checked);
+  }
+
+  /**
+   * A handle on the counting semaphore `name`. Sends nothing to Redis. Same name rules as
+   * {@link LockClient.lock}.
+   *
+   * @throws {@link InvalidArgumentError} for a bad name or option.
+   */
+  semaphore(name: string, options?: SemaphoreOptions): Semaphore {
+    const checked = this.#checkName(name);
+    return new Semaphore(this.#engine, this.#keyPrefix, checked, options);
+  }
+
+  /**
+   * A handle on the permit semaphore `name`: permits identified by id, each with a lease that
+   * the watchdog renews while its holder lives. Sends nothing to Redis. Same name rules as
+   * {@link LockClient.lock}.
+   *
+   * @throws {@link InvalidArgumentError} for a bad name or option.
+   */
+  permitSemaphore(name: string, options?: PermitSemaphoreOptions): PermitSemaphore {
+    const checked = this.#checkName(name);
+    return new PermitSemaphore(this.#engine, this.#keyPrefix, checked, options);
+  }
+
+  /**
+   * A handle on the count-down latch `name`. Sends nothing to Redis. Same name rules as
+   * {@link LockClient.lock}.
+   *
+   * @throws {@link InvalidArgumentError} for a bad name.
+   */
+  countDownLatch(name: string): CountDownLatch {
+    const checked = this.#checkName(name);
+    return new CountDownLatch(this.#engine, this.#keyPrefix, checked);
   }
 
   /** Whether {@link LockClient.close} was called. */

@@ -6,6 +6,8 @@
  * - `NOT_OWNER`: a release or an operation on a lease that no longer holds its lock.
  * - `LOCK_LOST`: a held lock was lost (deleted, expired, force-released, or not confirmed in time).
  * - `REENTRY_REJECTED`: a non-reentrant lock was asked for again from the async context holding it.
+ * - `UPGRADE_REJECTED`: the write lock of a read-write lock was asked for by an owner holding its
+ *   read lock, which would wait for itself forever.
  * - `CLIENT_CLOSED`: the {@link LockClient} was closed.
  * - `REDIS_ERROR`: Redis could not be reached or answered with an error; `cause` has the details.
  * - `UNSUPPORTED_SERVER`: the Redis server is older than latchkey needs (6.0.6); every acquire
@@ -17,6 +19,7 @@ export type LockErrorCode =
   | 'NOT_OWNER'
   | 'LOCK_LOST'
   | 'REENTRY_REJECTED'
+  | 'UPGRADE_REJECTED'
   | 'CLIENT_CLOSED'
   | 'REDIS_ERROR'
   | 'UNSUPPORTED_SERVER';
@@ -105,5 +108,17 @@ export class LockReentryError extends LockError {
   override readonly name = 'LockReentryError';
   constructor(message: string) {
     super('REENTRY_REJECTED', message);
+  }
+}
+
+/**
+ * The write lock of a read-write lock was requested by an owner that holds its read lock: an
+ * upgrade, which would wait for its own read lock forever (Redisson deadlocks there). Release the
+ * read lock first, or take the write lock from the start. Code `UPGRADE_REJECTED`.
+ */
+export class LockUpgradeError extends LockError {
+  override readonly name = 'LockUpgradeError';
+  constructor(message: string) {
+    super('UPGRADE_REJECTED', message);
   }
 }

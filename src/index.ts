@@ -5,6 +5,14 @@ export { Lock } from './primitives/lock/lock.js';
 export { FencedLock } from './primitives/lock/fenced-lock.js';
 export { FencedLease } from './primitives/lock/fenced-lease.js';
 export { SimpleLock } from './primitives/simple-lock/simple-lock.js';
+export { FairLock } from './primitives/fair-lock/fair-lock.js';
+export { ReadLock, ReadWriteLock, WriteLock } from './primitives/read-write-lock/read-write-lock.js';
+export { Semaphore } from './primitives/semaphore/semaphore.js';
+export type { SemaphoreAcquireOptions } from './primitives/semaphore/semaphore.js';
+export { PermitSemaphore } from './primitives/permit-semaphore/permit-semaphore.js';
+export { PermitLease } from './primitives/permit-semaphore/permit-lease.js';
+export { CountDownLatch } from './primitives/count-down-latch/count-down-latch.js';
+export type { LatchAwaitOptions, LatchSetOptions } from './primitives/count-down-latch/count-down-latch.js';
 export { LockHandle } from './engine/handle.js';
 export { Lease } from './engine/lease.js';
 export {
@@ -15,11 +23,13 @@ export {
   LockNotOwnedError,
   LockReentryError,
   LockTimeoutError,
+  LockUpgradeError,
 } from './errors.js';
 export type { LockErrorCode, LockLostReason } from './errors.js';
 export type {
   AcquiredEvent,
   AcquireOptions,
+  FairLockOptions,
   FencedLockOptions,
   LockClientEvents,
   LockClientOptions,
@@ -27,8 +37,10 @@ export type {
   LockedCallback,
   LockLostEvent,
   LockOptions,
+  PermitSemaphoreOptions,
   ReleasedEvent,
   RenewFailedEvent,
+  SemaphoreOptions,
 } from './options.js';
 export type {
   IoRedisClient,

@@ -10,9 +10,17 @@
 const REQUEST_PREFIX = 'latchkey_request';
 const QUEUE_PREFIX = 'latchkey_queue';
 const TOKEN_PREFIX = 'redisson_lock_token';
+const FAIR_QUEUE_PREFIX = 'redisson_lock_queue';
+const FAIR_TIMEOUT_PREFIX = 'redisson_lock_timeout';
+const WRITERS_PREFIX = 'latchkey_writers';
 
 function withSlotOf(prefix: string, key: string): string {
   return key.includes('{') ? `${prefix}:${key}` : `${prefix}:{${key}}`;
+}
+
+/** `{<key>}:<suffix>`, or `<key>:<suffix>` for a key with a hash tag: Redisson's `suffixName`. */
+function suffixedInSlotOf(key: string, suffix: string): string {
+  return key.includes('{') ? `${key}:${suffix}` : `{${key}}:${suffix}`;
 }
 
 /** The lock's own key: a hash `owner field -> hold count` whose PTTL is the lease. */
@@ -74,12 +82,92 @@ export function queueMember(ticket: string, leaseMs: number, channel: string, fi
   return `${ticket} ${leaseMs} ${channel} ${field}`;
 }
 
+/** A fair lock's queue of waiting owners, in arrival order: `redisson_lock_queue:{<key>}`. */
+export function fairQueueKey(key: string): string {
+  return withSlotOf(FAIR_QUEUE_PREFIX, key);
+}
+
+/**
+ * A fair lock's waiting owners with the time (ms since the epoch, by Redis's clock) at which each
+ * loses its place unless it asks again: `redisson_lock_timeout:{<key>}`.
+ */
+export function fairTimeoutKey(key: string): string {
+  return withSlotOf(FAIR_TIMEOUT_PREFIX, key);
+}
+
+/**
+ * The channel on which a fair lock's free is announced to one waiting owner, the next in line:
+ * `redisson_lock__channel:{<key>}:<owner field>`, as Redisson's RFairLock names it. It holds the
+ * owner field, as Redisson's does, so it is never shown in a message.
+ */
+export function fairWaiterChannel(key: string, field: string): string {
+  return `${unlockChannel(key)}:${field}`;
+}
+
+/** The channel of a read-write lock, `redisson_rwlock:{<key>}`: `0` a free, `1` a writer's free. */
+export function readWriteChannel(key: string): string {
+  return withSlotOf('redisson_rwlock', key);
+}
+
+/** The hash field of a read-write lock's writer: `<owner field>:write`, as Redisson writes it. */
+export function writerField(field: string): string {
+  return `${field}:write`;
+}
+
+/**
+ * The prefix of one reader's lease keys, `{<key>}:<owner field>:rwlock_timeout`; the script adds
+ * `:<n>` for the reader's n-th hold, as Redisson's RReadLock does. Secret: holds the owner field.
+ */
+export function readerTimeoutPrefix(key: string, field: string): string {
+  return suffixedInSlotOf(key, `${field}:rwlock_timeout`);
+}
+
+/**
+ * Writers waiting for a read-write lock, with the time (ms since the epoch, by Redis's clock) at
+ * which each is forgotten unless it asks again: `latchkey_writers:{<key>}`. While one waits, new
+ * readers wait too, so a stream of readers cannot starve a writer. latchkey's own: Redisson's
+ * readers do not look at it.
+ */
+export function waitingWritersKey(key: string): string {
+  return withSlotOf(WRITERS_PREFIX, key);
+}
+
+/** The channel of a semaphore and a permit semaphore, `redisson_sc:{<key>}`: the free count. */
+export function semaphoreChannel(key: string): string {
+  return withSlotOf('redisson_sc', key);
+}
+
+/**
+ * A permit semaphore's permits out: a sorted set of permit ids scored by the time (ms since the
+ * epoch, by Redis's clock) their leases end, `{<key>}:timeout` as Redisson's
+ * RPermitExpirableSemaphore names it.
+ */
+export function permitTimeoutKey(key: string): string {
+  return suffixedInSlotOf(key, 'timeout');
+}
+
+/**
+ * The channel of a count-down latch, `redisson_countdownlatch__channel__{<key>}`, braces always,
+ * as Redisson's RCountDownLatch writes it (no colon): `0` when the count reaches zero, `1` when a
+ * new count is set.
+ */
+export function latchChannel(key: string): string {
+  return `redisson_countdownlatch__channel__{${key}}`;
+}
+
 /**
  * Whether `key` is one of the keys latchkey keeps beside a lock (a request record, a wait queue,
- * a fencing-token counter) rather than a lock itself, so a scan for locks can skip it.
+ * a fencing-token counter, a fair lock's queue and timeouts, waiting writers, a reader's or a
+ * permit semaphore's lease keys) rather than a lock itself, so a scan for locks can skip it.
  */
 export function isCompanionKey(key: string): boolean {
-  return [REQUEST_PREFIX, QUEUE_PREFIX, TOKEN_PREFIX].some((prefix) => key.startsWith(`${prefix}:`));
+  return (
+    [REQUEST_PREFIX, QUEUE_PREFIX, TOKEN_PREFIX, FAIR_QUEUE_PREFIX, FAIR_TIMEOUT_PREFIX, WRITERS_PREFIX].some(
+      (prefix) => key.startsWith(`${prefix}:`),
+    ) ||
+    /:rwlock_timeout:\d+$/.test(key) ||
+    (key.startsWith('{') && key.endsWith('}:timeout'))
+  );
 }
 
 /** The owner's hash field: `<clientId>:<ownerId>`, as Redisson's `<uuid>:<threadId>`. */

@@ -71,6 +71,53 @@ export interface LockOptions {
 export type FencedLockOptions = LockOptions;
 
 /**
+ * Options of {@link LockClient.fairLock}: a lock's, and how long a waiter keeps its place.
+ *
+ * @example
+ * ```ts
+ * const settlements = locks.fairLock('settlements:eu', { waiterTimeoutMs: 5_000 });
+ * ```
+ */
+export interface FairLockOptions extends LockOptions {
+  /**
+   * How long, in milliseconds, a waiting owner keeps its place in the line after each time it
+   * asks. latchkey asks again for it every third of this while it waits, so a live waiter never
+   * loses its place; a waiter whose process died or froze is dropped once it heads the line with
+   * its time run out, so it holds the line up for at most about this long plus one third of it.
+   * Shorter: faster recovery from dead waiters, more calls per waiter. A whole number from 30 to
+   * 2,147,483,647.
+   * @defaultValue 10_000
+   */
+  readonly waiterTimeoutMs?: number;
+}
+
+/** Options of {@link LockClient.semaphore}. */
+export interface SemaphoreOptions {
+  /**
+   * The number of permits the semaphore starts with when its counter does not exist yet.
+   */
+  readonly permits?: number;
+}
+
+/**
+ * Options of {@link LockClient.permitSemaphore}.
+ *
+ * @example
+ * ```ts
+ * const fetches = locks.permitSemaphore('crawl:shop.example.com', { permits: 3 });
+ * ```
+ */
+export interface PermitSemaphoreOptions {
+  /**
+   * The number of permits the semaphore starts with when its counter does not exist yet: set by
+   * the first call that finds it missing, and ignored once it exists (change it then with
+   * `addPermits`). A whole number from 1 to 2147483647.
+   * @defaultValue none: the semaphore has no permits until `trySetPermits` or `addPermits`
+   */
+  readonly permits?: number;
+}
+
+/**
  * Options of {@link Lock.acquire}, {@link Lock.tryAcquire} and {@link Lock.withLock}.
  *
  * @example

@@ -1,0 +1,99 @@
+-- Takes or re-enters a fair lock for one owner in queue order, or queues the owner and keeps its place.
+-- KEYS[1] lock key: hash of owner field -> hold count; its PTTL is the lease
+-- KEYS[2] request key: exists only when cancel-acquire.lua gave this request up
+-- KEYS[3] queue: list of waiting owner fields in arrival order, `redisson_lock_queue:{<lock key>}`
+-- KEYS[4] timeouts: sorted set owner field -> absolute deadline (ms since the epoch, Redis's
+--   clock) at which the owner loses its place unless it asks again, `redisson_lock_timeout:{<lock key>}`
+-- ARGV[1] lease: lease to set on the lock key, in milliseconds (integer > 0)
+-- ARGV[2] owner: hash field of the owner, `<clientId>:<ownerId>`
+-- ARGV[3] expected: hold count the caller believes the owner has before this call (integer >= 0)
+-- ARGV[4] waiting: `1` when the caller may wait, so a busy lock queues the owner (or keeps its
+--   place); empty: a single try, which never queues
+-- ARGV[5] waiter timeout: how long a queued owner keeps its place after each call, in
+--   milliseconds (integer > 0); its deadline becomes Redis's now + this
+-- Every call first drops the queue's heads whose deadline has passed (by Redis's TIME).
+-- Returns nil when the owner now holds the lock at count expected + 1 (taken because the lock was
+--   free and the queue empty or headed by the owner; re-entered; or a replay of this same request
+--   that had already been applied): the lease is set and the owner is out of the queue;
+--   {wait} when the owner may not take the lock now: wait is the lock's PTTL in milliseconds (-1:
+--   no expiry), or, when the lock is free but another owner heads the queue, the milliseconds until
+--   that head's deadline (when it could be dropped); when waiting, the owner is then queued once,
+--   at the back if it was not queued, with its deadline set to now + ARGV[5];
+--   -3 when the request was cancelled (KEYS[2] exists) and would take or re-enter the lock:
+--   nothing is changed;
+--   -4 when the owner's hold count is neither expected nor expected + 1 (its hold was lost).
+local lockKey = KEYS[1]
+local requestKey = KEYS[2]
+local queueKey = KEYS[3]
+local timeoutKey = KEYS[4]
+-- Numbers handed on to Redis stay the caller's text: Redis would format Lua numbers with sprintf.
+local lease = ARGV[1]
+local owner = ARGV[2]
+local expected = tonumber(ARGV[3])
+local waiting = ARGV[4] == '1'
+local waiterTimeout = tonumber(ARGV[5])
+
+-- @include fair-queue
+
+local now = redisNowMs()
+dropStaleHeads(queueKey, timeoutKey, now)
+
+local function takeOutOfQueue()
+  redis.call('lrem', queueKey, '0', owner)
+  redis.call('zrem', timeoutKey, owner)
+end
+
+local pttl = redis.call('pttl', lockKey)
+local held = 0
+if pttl ~= -2 then
+  held = tonumber(redis.call('hget', lockKey, owner)) or 0
+end
+
+if held == expected + 1 then
+  -- The reply to this request was lost and the caller is asking again: it holds the lock.
+  redis.call('pexpire', lockKey, lease)
+  takeOutOfQueue()
+  return nil
+end
+if held ~= expected then
+  return -4
+end
+
+local head = redis.call('lindex', queueKey, 0)
+if held > 0 or (pttl == -2 and (not head or head == owner)) then
+  -- Taking a free lock or re-entering: only here can a late copy of a cancelled request do harm.
+  if redis.call('exists', requestKey) == 1 then
+    return -3
+  end
+  redis.call('hincrby', lockKey, owner, '1')
+  redis.call('pexpire', lockKey, lease)
+  takeOutOfQueue()
+  return nil
+end
+
+local wait = pttl
+if pttl == -2 then
+  -- Free, but an earlier owner is next: it could be dropped once its deadline passes.
+  wait = tonumber(redis.call('zscore', timeoutKey, head)) - now
+end
+
+if waiting then
+  -- Every call of a waiting owner moves its deadline on: a live waiter never loses its place.
+  redis.call('zadd', timeoutKey, asText(now + waiterTimeout), owner)
+  if not redis.call('lpos', queueKey, owner) then
+    redis.call('rpush', queueKey, owner)
+  end
+  -- Both live until the latest deadline in them plus one waiter timeout, then go on their own
+  -- once nobody waits; never shortened here (a Redisson waiter's deadline may lie further out).
+  local latest = redis.call('zrange', timeoutKey, '-1', '-1', 'withscores')
+  local keep = waiterTimeout
+  if latest[2] ~= nil then
+    keep = math.max(tonumber(latest[2]) - now, 0) + waiterTimeout
+  end
+  for _, key in ipairs({ queueKey, timeoutKey }) do
+    if redis.call('pttl', key) < keep then
+      redis.call('pexpire', key, asText(keep))
+    end
+  end
+end
+return { wait }

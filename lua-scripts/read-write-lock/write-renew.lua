@@ -1,0 +1,21 @@
+-- Renews the leases of many write holds in one call (the watchdog's batch).
+-- KEYS[i] lock key of the i-th hold, for i = 1 .. #KEYS
+-- ARGV[1] lease: lease every lock still held keeps at least, in milliseconds (integer > 0)
+-- ARGV[i + 1] writer: the writer field of the i-th hold's owner
+-- Returns an array with one integer per key: 1 renewed, 0 the owner no longer holds that lock.
+local lease = ARGV[1]
+local renewed = {}
+
+-- @include read-write-lock
+
+for i = 1, #KEYS do
+  local lockKey = KEYS[i]
+  local writer = ARGV[i + 1]
+  if redis.call('hexists', lockKey, writer) == 1 then
+    extendTo(lockKey, lease)
+    renewed[i] = 1
+  else
+    renewed[i] = 0
+  end
+end
+return renewed

@@ -1,0 +1,265 @@
+import type { Condition, ConditionTry } from '../../engine/condition.js';
+import type { Engine } from '../../engine/engine.js';
+import type { ScriptCall } from '../../engine/types.js';
+import { InvalidArgumentError, LockError } from '../../errors.js';
+import { latchChannel, lockKey } from '../../keys.js';
+import { checkDuration, checkOptions, checkSignal, checkWait, describe } from '../../validate.js';
+import { LATCH_PROTOCOL, parseCount, type LatchTarget } from './protocol.js';
+
+/**
+ * How long a count-down or a trySetCount whose reply is lost is retried: twice the command
+ * timeout, within these bounds. Its request record is kept that long plus the command timeout
+ * plus {@link RECORD_MARGIN_MS}, so every copy of the call still finds it.
+ */
+const RETRY_MIN_MS = 1_000;
+const RETRY_MAX_MS = 8_000;
+const RECORD_MARGIN_MS = 2_000;
+
+/** Redis's counters are 64-bit; a count must also survive the trip through a JS number. */
+const MAX_COUNT = Number.MAX_SAFE_INTEGER;
+
+const SET_OPTIONS = ['ttlMs'] as const;
+const AWAIT_OPTIONS = ['waitMs', 'signal'] as const;
+
+/**
+ * Options of {@link CountDownLatch.trySetCount}.
+ *
+ * @example
+ * ```ts
+ * await latch.trySetCount(3, { ttlMs: 10 * 60_000 });
+ * ```
+ */
+export interface LatchSetOptions {
+  /**
+   * A lifetime for the latch key, in milliseconds (whole number >= 1): a latch abandoned before
+   * it reaches zero is gone after that, which opens it for everyone waiting (its count reads 0).
+   * Count-downs keep the lifetime set here.
+   * @defaultValue none: the key lives until the count reaches zero, as Redisson's does
+   */
+  readonly ttlMs?: number;
+}
+
+/**
+ * Options of {@link CountDownLatch.await}.
+ *
+ * @example
+ * ```ts
+ * const opened = await latch.await({ waitMs: 30_000, signal: AbortSignal.timeout(60_000) });
+ * ```
+ */
+export interface LatchAwaitOptions {
+  /**
+   * How long to wait for the count to reach zero, in milliseconds (whole number >= 0, or
+   * `Infinity`). 0: look once.
+   * @defaultValue `Infinity`
+   */
+  readonly waitMs?: number;
+  /** Aborts the wait: `await` rejects with `signal.reason`. */
+  readonly signal?: AbortSignal;
+}
+
+function checkCount(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_COUNT) {
+    throw new InvalidArgumentError(
+      `Expected \`count\` to be a whole number from 1 to ${MAX_COUNT}, got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+/**
+ * A distributed count-down latch, as Java's `CountDownLatch` and Redisson's `RCountDownLatch`:
+ * a count set once, counted down by any process, and awaited by any number of processes until
+ * it reaches zero. Get one from {@link LockClient.countDownLatch}.
+ *
+ * Layout (Redisson's, shared with Java services on Redisson): a string counter `<key>`; changes
+ * announced on `redisson_countdownlatch__channel__{<key>}`, `0` when it reaches zero and `1`
+ * when a count is set. A latch whose key does not exist has a count of 0: it is open.
+ *
+ * Waiting is woken by that channel, not by polling; a latch set with a `ttlMs` is also re-read
+ * when its key is due to expire, since an expiry announces nothing.
+ *
+ * @example
+ * ```ts
+ * const ready = locks.countDownLatch('cache-warmup');
+ * await ready.trySetCount(3);
+ * // in each of three warming workers:
+ * await ready.countDown();
+ * // in the service that must wait for them:
+ * if (!(await ready.await({ waitMs: 60_000 }))) throw new Error('cache not warm in time');
+ * ```
+ */
+export class CountDownLatch {
+  readonly #engine: Engine;
+  readonly #name: string;
+  readonly #target: LatchTarget;
+
+  /** @internal Use {@link LockClient.countDownLatch}. */
+  constructor(engine: Engine, keyPrefix: string, name: string) {
+    this.#engine = engine;
+    this.#name = name;
+    const key = lockKey(keyPrefix, name);
+    this.#target = { key, channel: latchChannel(key) };
+  }
+
+  /** The latch's name. */
+  get name(): string {
+    return this.#name;
+  }
+
+  /** The latch's Redis key (`keyPrefix + name`). */
+  get key(): string {
+    return this.#target.key;
+  }
+
+  /**
+   * Sets the count, only if no latch exists (none was set, or the last one reached zero, was
+   * deleted or expired), and announces it. Safe to retry: a call whose reply was lost is retried
+   * and answers as its first copy did.
+   *
+   * @param count - the number of count-downs that open the latch: a whole number >= 1.
+   * @returns true when the count was set, false when a latch already existed (it is unchanged).
+   * @throws {@link InvalidArgumentError} for a bad count or option, before any Redis command;
+   *   a {@link LockError} `REDIS_ERROR` when Redis fails.
+   * @example
+   * ```ts
+   * if (!(await latch.trySetCount(5, { ttlMs: 15 * 60_000 }))) console.log('already counting');
+   * ```
+   */
+  async trySetCount(count: number, options?: LatchSetOptions): Promise<boolean> {
+    const checked = checkCount(count);
+    const given = checkOptions('options', options, SET_OPTIONS);
+    const ttlMs = given.ttlMs === undefined ? 0 : checkDuration('ttlMs', given.ttlMs, 1);
+    const reply = await this.#write(
+      (requestKey, recordTtlMs) =>
+        LATCH_PROTOCOL.trySetCount(this.#target, requestKey, checked, ttlMs, recordTtlMs),
+      `setting the count of latch "${this.#name}"`,
+    );
+    return this.#decoded(LATCH_PROTOCOL.trySetCountOutcome(reply), reply, 'setting the count');
+  }
+
+  /**
+   * Counts the latch down by one. At zero the key is deleted and everyone waiting is woken.
+   * Counted once however often it is retried: the call carries a request id and a retried copy
+   * of it (its reply was lost) finds what the first copy did, recorded beside the latch for a
+   * little longer than the retries last (about 15 s with the default command timeout). On a
+   * latch that does not exist it changes nothing (it never creates one) and resolves 0.
+   *
+   * @returns the count after this call: 0 once the latch is open.
+   * @throws a {@link LockError} `REDIS_ERROR` when Redis keeps failing through the retries:
+   *   the count-down may or may not have been applied; calling again counts down again.
+   * @example
+   * ```ts
+   * const left = await latch.countDown();
+   * console.log(left === 0 ? 'last one: the latch is open' : `${left} to go`);
+   * ```
+   */
+  async countDown(): Promise<number> {
+    const reply = await this.#write(
+      (requestKey, recordTtlMs) => LATCH_PROTOCOL.countDown(this.#target, requestKey, recordTtlMs),
+      `counting down latch "${this.#name}"`,
+    );
+    return this.#decoded(LATCH_PROTOCOL.countDownOutcome(reply), reply, 'counting down');
+  }
+
+  /**
+   * The current count: 0 when the latch does not exist (never set, reached zero, deleted or
+   * expired).
+   *
+   * @throws a {@link LockError} `REDIS_ERROR` when Redis fails or the key holds no count.
+   * @example
+   * ```ts
+   * console.log(`${await latch.count()} workers still warming`);
+   * ```
+   */
+  async count(): Promise<number> {
+    this.#engine.assertOpen();
+    const reply = await this.#engine.command(['GET', this.#target.key], `reading latch "${this.#name}"`);
+    return this.#decoded(parseCount(reply), reply, 'reading the count');
+  }
+
+  /**
+   * Waits until the count is zero. Resolves true at once when it already is — also when the
+   * latch does not exist yet: await after `trySetCount`, or on a count set by whoever starts
+   * the work. Woken by the latch's channel; a latch set with a `ttlMs` is also re-read when
+   * its key is due to expire (an expired latch is open). After a subscriber reconnect every
+   * waiter re-reads the count.
+   *
+   * @returns true once the count is zero; false when `waitMs` ran out first (as Redisson's
+   *   `await(time, unit)`, not an error).
+   * @throws `signal.reason` when aborted; {@link InvalidArgumentError} for bad options, before
+   *   any Redis command; {@link ClientClosedError} when the client closes meanwhile; a
+   *   {@link LockError} `REDIS_ERROR` when Redis fails.
+   * @example
+   * ```ts
+   * const warm = await latch.await({ waitMs: 60_000, signal: shutdown.signal });
+   * ```
+   */
+  async await(options?: LatchAwaitOptions): Promise<boolean> {
+    const given = checkOptions('options', options, AWAIT_OPTIONS);
+    const waitMs = given.waitMs === undefined ? Number.POSITIVE_INFINITY : checkWait('waitMs', given.waitMs);
+    const signal = checkSignal('signal', given.signal);
+    const condition: Condition<true> = {
+      what: `latch "${this.#name}"`,
+      channel: this.#target.channel,
+      // A message changes the count for everyone: every local waiter re-reads it.
+      wakes: () => Number.POSITIVE_INFINITY,
+      attempt: (deadline) => this.#attempt(deadline),
+    };
+    return (await this.#engine.waitFor(condition, waitMs, signal)) !== null;
+  }
+
+  /**
+   * Deletes the latch whatever its count, and wakes everyone waiting: they read a count of 0
+   * and resolve true.
+   *
+   * @returns true when a latch was deleted, false when none existed.
+   * @throws a {@link LockError} `REDIS_ERROR` when Redis fails.
+   * @example
+   * ```ts
+   * await latch.delete(); // give up on the warm-up: let the waiting service start anyway
+   * ```
+   */
+  async delete(): Promise<boolean> {
+    // Deleting twice is deleting once: safe to retry as it is.
+    const reply = await this.#engine.call(
+      LATCH_PROTOCOL.delete(this.#target),
+      `deleting latch "${this.#name}"`,
+    );
+    return this.#decoded(LATCH_PROTOCOL.deleteOutcome(reply), reply, 'deleting');
+  }
+
+  async #attempt(deadline: number): Promise<ConditionTry<true>> {
+    const reply = await this.#engine.call(
+      LATCH_PROTOCOL.state(this.#target),
+      `reading latch "${this.#name}"`,
+      Number.isFinite(deadline) ? deadline : undefined,
+    );
+    const state = this.#decoded(LATCH_PROTOCOL.stateOutcome(reply), reply, 'reading the count');
+    if (state.count <= 0) return { done: true, value: true };
+    return { done: false, recheckMs: state.ttlMs };
+  }
+
+  /**
+   * Runs a write made safe to retry by a fresh request key, retried on transient failures for
+   * a bounded time.
+   */
+  #write(call: (requestKey: string, recordTtlMs: number) => ScriptCall, doing: string): Promise<unknown> {
+    const engine = this.#engine;
+    const retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, 2 * engine.commandTimeoutMs));
+    const recordTtlMs = retryMs + engine.commandTimeoutMs + RECORD_MARGIN_MS;
+    return engine.call(
+      call(engine.requestKey(this.#target.key), recordTtlMs),
+      doing,
+      performance.now() + retryMs,
+    );
+  }
+
+  #decoded<T>(value: T | undefined, reply: unknown, doing: string): T {
+    if (value !== undefined) return value;
+    throw new LockError(
+      'REDIS_ERROR',
+      `Unexpected reply from Redis while ${doing} latch "${this.#name}": ${describe(reply)}`,
+    );
+  }
+}

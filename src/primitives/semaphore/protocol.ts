@@ -1,0 +1,140 @@
+import type { ScriptCall } from '../../engine/types.js';
+import { luaScripts } from '../../scripts/generated.js';
+import type { LuaScript } from '../../scripts/script.js';
+
+/**
+ * The semaphore's scripts and what their replies mean, in one place: Redisson's RSemaphore
+ * layout (a string counter of free permits, no owner, no TTL; the new count published on
+ * `redisson_sc:{<key>}`), with a request key beside every call that changes the counter so a
+ * copy of a call whose reply was lost changes nothing.
+ * @internal
+ */
+
+/** Reply status of semaphore/acquire.lua. */
+const TAKEN = 1;
+const TOO_FEW = 0;
+const CANCELLED = -3;
+
+/** Where a semaphore lives: its counter and its channel. @internal */
+export interface SemaphoreTarget {
+  readonly name: string;
+  readonly key: string;
+  readonly channel: string;
+  /** The count a missing counter is created with, as text; empty: none (Redisson's default). */
+  readonly initial: string;
+}
+
+/** What one acquire request found. @internal */
+export type AcquireReply =
+  | { readonly status: 'taken'; readonly free: number }
+  | { readonly status: 'too-few'; readonly free: number }
+  | { readonly status: 'cancelled' };
+
+/** Takes `permits` if that many are free, recording the outcome under `requestKey`. */
+export function acquireCall(
+  target: SemaphoreTarget,
+  requestKey: string,
+  permits: number,
+  recordTtlMs: number,
+): ScriptCall {
+  return {
+    script: luaScripts['semaphore/acquire'],
+    keys: [target.key, requestKey],
+    args: [String(permits), target.initial, String(recordTtlMs), target.channel],
+  };
+}
+
+/** Reads semaphore/acquire.lua's reply; undefined for a reply it never gives. */
+export function acquireReply(reply: unknown): AcquireReply | undefined {
+  if (!Array.isArray(reply) || reply.length !== 2) return undefined;
+  const status = Number(reply[0]);
+  const free = Number(reply[1]);
+  if (!Number.isSafeInteger(free)) return undefined;
+  if (status === TAKEN) return { status: 'taken', free };
+  if (status === TOO_FEW) return { status: 'too-few', free };
+  if (status === CANCELLED) return { status: 'cancelled' };
+  return undefined;
+}
+
+/** A script that changes the count by `permits` once per `requestKey`, recording its reply. */
+function countChange(
+  script: LuaScript,
+  target: SemaphoreTarget,
+  requestKey: string,
+  permits: number,
+  recordTtlMs: number,
+): ScriptCall {
+  return {
+    script,
+    keys: [target.key, requestKey],
+    args: [String(permits), String(recordTtlMs), target.channel],
+  };
+}
+
+/** Refuses every copy of the acquire `requestKey` and gives back what it took, if anything. */
+export function cancelAcquireCall(
+  target: SemaphoreTarget,
+  requestKey: string,
+  permits: number,
+  recordTtlMs: number,
+): ScriptCall {
+  return countChange(luaScripts['semaphore/cancel-acquire'], target, requestKey, permits, recordTtlMs);
+}
+
+/** A release (permits > 0) or `addPermits` (any sign): the reply is the new count. */
+export function addCall(
+  target: SemaphoreTarget,
+  requestKey: string,
+  permits: number,
+  recordTtlMs: number,
+): ScriptCall {
+  return countChange(luaScripts['semaphore/add'], target, requestKey, permits, recordTtlMs);
+}
+
+/** Sets the count if the counter is missing, once per `requestKey`: the reply is 1 (set) or 0. */
+export function trySetCall(
+  target: SemaphoreTarget,
+  requestKey: string,
+  permits: number,
+  recordTtlMs: number,
+): ScriptCall {
+  return countChange(luaScripts['semaphore/try-set'], target, requestKey, permits, recordTtlMs);
+}
+
+/** Takes every free permit, once per `requestKey`: the reply is how many. */
+export function drainCall(target: SemaphoreTarget, requestKey: string, recordTtlMs: number): ScriptCall {
+  return {
+    script: luaScripts['semaphore/drain'],
+    keys: [target.key, requestKey],
+    args: [String(recordTtlMs)],
+  };
+}
+
+/** Reads the free count, creating a missing counter with the target's initial count, if any. */
+export function availableCall(target: SemaphoreTarget): ScriptCall {
+  return {
+    script: luaScripts['semaphore/available'],
+    keys: [target.key],
+    args: [target.initial, target.channel],
+  };
+}
+
+/** Publishes the free count again when permits are free: the reply is the count, or 0. */
+export function announceCall(target: SemaphoreTarget): ScriptCall {
+  return { script: luaScripts['semaphore/announce'], keys: [target.key], args: [target.channel] };
+}
+
+/** An integer reply of one of the scripts, or undefined when it is not one. */
+export function integerReply(reply: unknown): number | undefined {
+  const value = Number(reply);
+  return reply !== null && Number.isSafeInteger(value) ? value : undefined;
+}
+
+/**
+ * How many permits a message on the channel announces: Redisson publishes the new count as a
+ * decimal number. Anything else counts as one, so an unknown publisher still wakes someone.
+ */
+export function announcedPermits(message: string): number {
+  const value = Number(message);
+  return message.trim() !== '' && Number.isSafeInteger(value) ? value : 1;
+}

@@ -1,0 +1,521 @@
+import type { Engine } from '../../engine/engine.js';
+import type { ConditionTry } from '../../engine/condition.js';
+import { InvalidArgumentError, LockError, LockTimeoutError } from '../../errors.js';
+import { lockKey, semaphoreChannel } from '../../keys.js';
+import type { SemaphoreOptions } from '../../options.js';
+import { checkOptions, checkSignal, checkWait, describe } from '../../validate.js';
+import { joinBook, leaveBook, wakesOf } from './local-waiters.js';
+import {
+  acquireCall,
+  acquireReply,
+  addCall,
+  announceCall,
+  availableCall,
+  cancelAcquireCall,
+  drainCall,
+  integerReply,
+  trySetCall,
+  type SemaphoreTarget,
+} from './protocol.js';
+
+/** The most permits one call takes, gives or sets: Redisson counts permits in a Java `int`. */
+const MAX_PERMITS = 2_147_483_647;
+
+/** How long a call that changes the counter is retried: twice the command timeout, within these bounds. */
+const RETRY_MIN_MS = 1_000;
+const RETRY_MAX_MS = 8_000;
+
+/**
+ * How long a given-up acquire's request key refuses late copies, in milliseconds, and how long
+ * the cancel is retried (half of it) while Redis does not answer.
+ */
+const CANCEL_RECORD_TTL_MS = 60_000;
+
+/**
+ * Options of {@link Semaphore.acquire}, {@link Semaphore.tryAcquire} and
+ * {@link Semaphore.withPermits}.
+ *
+ * @example
+ * ```ts
+ * await semaphore.acquire(2, { waitMs: 5_000, signal: AbortSignal.timeout(10_000) });
+ * ```
+ */
+export interface SemaphoreAcquireOptions {
+  /**
+   * How long to wait for enough free permits, in milliseconds; `Infinity` waits until they are
+   * free. A whole number from 0 to 2147483647.
+   * @defaultValue `Infinity` for `acquire` and `withPermits`, `0` for `tryAcquire`
+   */
+  readonly waitMs?: number;
+  /** Stops waiting: the call rejects with `signal.reason` and takes no permit. */
+  readonly signal?: AbortSignal;
+}
+
+/** What an attempt took. */
+interface Taken {
+  readonly permits: number;
+}
+
+function checkPermits(what: string, value: unknown, min: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_PERMITS) {
+    throw new InvalidArgumentError(
+      `Expected \`${what}\` to be a whole number from ${min} to ${MAX_PERMITS}, got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+function checkAcquireOptions(
+  value: unknown,
+  defaultWaitMs: number,
+): { waitMs: number; signal: AbortSignal | undefined } {
+  const options = checkOptions('options', value, ['waitMs', 'signal'] as const);
+  return {
+    waitMs: options.waitMs === undefined ? defaultWaitMs : checkWait('waitMs', options.waitMs),
+    signal: checkSignal('signal', options.signal),
+  };
+}
+
+/** `(permits?, options?)` or `(options?)`: the permits (default 1) and the raw options. */
+function permitsAndOptions(first: unknown, second: unknown): [number, unknown] {
+  if (typeof first === 'object' && first !== null && second === undefined) return [1, first];
+  return [first === undefined ? 1 : checkPermits('permits', first, 1), second];
+}
+
+/**
+ * A counting semaphore stored as Redisson's RSemaphore stores it: a string counter `<key>` of
+ * free permits, no owner and no TTL, its new count published on `redisson_sc:{<key>}` by every
+ * release, so a Node service on latchkey and a Java service on Redisson share one semaphore.
+ * Get one from {@link LockClient.semaphore}.
+ *
+ * Permits have no owner: any process may release them, and one that dies holding permits never
+ * gives them back (the counter stays low until someone calls {@link Semaphore.addPermits}). For
+ * permits that come back by themselves when their holder dies, use
+ * {@link LockClient.permitSemaphore}, whose permits have leases the watchdog renews.
+ *
+ * The counter is the semaphore's state and has no TTL, as Redisson's: it stays until
+ * {@link Semaphore.delete}. A missing counter holds 0 permits, unless the semaphore was made
+ * with `permits`: then the first call that needs it creates it with that count.
+ *
+ * Waiting: a release publishes the new count and wakes as many of each client's waiters as the
+ * count can serve; waiters do not poll. Not fair: a waiter that asks for many permits may be
+ * passed by smaller requests arriving later, for as long as they keep coming (as in Redisson).
+ *
+ * @example
+ * ```ts
+ * const exports = locks.semaphore('exports', { permits: 3 });
+ * await exports.withPermits(1, async () => {
+ *   await runExport(job);
+ * });
+ * ```
+ */
+export class Semaphore {
+  readonly #engine: Engine;
+  readonly #target: SemaphoreTarget;
+  readonly #initial: number | undefined;
+
+  /** @internal Use {@link LockClient.semaphore}. */
+  constructor(engine: Engine, keyPrefix: string, name: string, options: SemaphoreOptions | undefined) {
+    const checked = checkOptions('options', options, ['permits'] as const);
+    this.#initial = checked.permits === undefined ? undefined : checkPermits('permits', checked.permits, 0);
+    this.#engine = engine;
+    const key = lockKey(keyPrefix, name);
+    this.#target = {
+      name,
+      key,
+      channel: semaphoreChannel(key),
+      initial: this.#initial === undefined ? '' : String(this.#initial),
+    };
+  }
+
+  /** The semaphore's name. */
+  get name(): string {
+    return this.#target.name;
+  }
+
+  /** The semaphore's Redis key (`keyPrefix + name`): a string counter of free permits. */
+  get key(): string {
+    return this.#target.key;
+  }
+
+  /** The count a missing counter is created with (the `permits` option), if any. */
+  get initialPermits(): number | undefined {
+    return this.#initial;
+  }
+
+  /**
+   * Takes `permits` permits (default 1), waiting up to `waitMs` (default: forever) until that
+   * many are free. Waiting is driven by the releases' messages, not by polling.
+   *
+   * @throws {@link LockTimeoutError} when `waitMs` runs out; `signal.reason` when aborted (no
+   *   permit is taken either way); {@link InvalidArgumentError} for bad input, before any Redis
+   *   command.
+   * @example
+   * ```ts
+   * await semaphore.acquire();                    // one permit, waits as long as it takes
+   * await semaphore.acquire(3, { waitMs: 2_000 }); // three permits, or LockTimeoutError
+   * await semaphore.acquire({ signal });           // one permit, until `signal` aborts
+   * ```
+   */
+  acquire(options?: SemaphoreAcquireOptions): Promise<void>;
+  acquire(permits?: number, options?: SemaphoreAcquireOptions): Promise<void>;
+  async acquire(first?: number | SemaphoreAcquireOptions, second?: SemaphoreAcquireOptions): Promise<void> {
+    const [permits, raw] = permitsAndOptions(first, second);
+    const { waitMs, signal } = checkAcquireOptions(raw, Number.POSITIVE_INFINITY);
+    if (await this.#acquire(permits, waitMs, signal)) return;
+    throw new LockTimeoutError(
+      `Timed out waiting for ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}"`,
+    );
+  }
+
+  /**
+   * Takes `permits` permits (default 1) if that many are free, waiting up to `waitMs` (default
+   * 0: not at all). Resolves whether it took them.
+   *
+   * @throws `signal.reason` when aborted; {@link InvalidArgumentError} for bad input, before any
+   *   Redis command.
+   * @example
+   * ```ts
+   * if (await semaphore.tryAcquire()) {
+   *   try {
+   *     await refreshThumbnail(photo);
+   *   } finally {
+   *     await semaphore.release();
+   *   }
+   * }
+   * const gotTwo = await semaphore.tryAcquire(2, { waitMs: 500 });
+   * ```
+   */
+  tryAcquire(options?: SemaphoreAcquireOptions): Promise<boolean>;
+  tryAcquire(permits?: number, options?: SemaphoreAcquireOptions): Promise<boolean>;
+  async tryAcquire(
+    first?: number | SemaphoreAcquireOptions,
+    second?: SemaphoreAcquireOptions,
+  ): Promise<boolean> {
+    const [permits, raw] = permitsAndOptions(first, second);
+    const { waitMs, signal } = checkAcquireOptions(raw, 0);
+    return this.#acquire(permits, waitMs, signal);
+  }
+
+  /**
+   * Gives `permits` permits (default 1) back and wakes waiters that can use them, here and in
+   * every other client (Redisson's too). Any process may release: permits have no owner, and
+   * nothing checks that the caller took them. A release whose reply is lost is retried and adds
+   * its permits once.
+   *
+   * @throws {@link InvalidArgumentError} for bad input, before any Redis command.
+   * @example
+   * ```ts
+   * await semaphore.acquire(2);
+   * try {
+   *   await resizeImages(batch);
+   * } finally {
+   *   await semaphore.release(2);
+   * }
+   * ```
+   */
+  async release(permits = 1): Promise<void> {
+    checkPermits('permits', permits, 1);
+    await this.#add(
+      permits,
+      `releasing ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}"`,
+    );
+  }
+
+  /**
+   * Takes `permits` permits (default 1), runs `fn`, and gives them back however `fn` ends.
+   * Resolves with what `fn` resolves with.
+   *
+   * @throws {@link LockTimeoutError} when `waitMs` (default: forever) runs out before `fn` runs;
+   *   `signal.reason` when aborted; whatever `fn` throws; {@link InvalidArgumentError} for bad
+   *   input, before any Redis command.
+   * @example
+   * ```ts
+   * const report = await locks.semaphore('pdf-renderers', { permits: 4 }).withPermits(async () => {
+   *   return renderInvoicePdf(invoice);
+   * });
+   * await uploads.withPermits(2, () => uploadArchive(archive), { waitMs: 30_000 });
+   * ```
+   */
+  withPermits<T>(fn: () => T | PromiseLike<T>, options?: SemaphoreAcquireOptions): Promise<Awaited<T>>;
+  withPermits<T>(
+    permits: number,
+    fn: () => T | PromiseLike<T>,
+    options?: SemaphoreAcquireOptions,
+  ): Promise<Awaited<T>>;
+  async withPermits<T>(
+    first: number | (() => T | PromiseLike<T>),
+    second?: (() => T | PromiseLike<T>) | SemaphoreAcquireOptions,
+    third?: SemaphoreAcquireOptions,
+  ): Promise<Awaited<T>> {
+    const [permits, fn, raw] =
+      typeof first === 'function' ? [1, first, second] : [checkPermits('permits', first, 1), second, third];
+    if (typeof fn !== 'function') {
+      throw new InvalidArgumentError(`Expected \`fn\` to be a function, got ${describe(fn)}`);
+    }
+    const { waitMs, signal } = checkAcquireOptions(raw, Number.POSITIVE_INFINITY);
+    if (!(await this.#acquire(permits, waitMs, signal))) {
+      throw new LockTimeoutError(
+        `Timed out waiting for ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}"`,
+      );
+    }
+    let failed = false;
+    try {
+      return await fn();
+    } catch (error) {
+      failed = true;
+      throw error;
+    } finally {
+      try {
+        await this.release(permits);
+      } catch (error) {
+        // The callback's own error says more than a failed release after it.
+        if (!failed) throw error; // eslint-disable-line no-unsafe-finally
+      }
+    }
+  }
+
+  /**
+   * Sets the count of free permits to `permits` if the semaphore has no counter yet, and wakes
+   * waiters. Resolves whether it set it. As Redisson's `trySetPermits`: the counter has no TTL.
+   *
+   * @throws {@link InvalidArgumentError} for bad input, before any Redis command.
+   * @example
+   * ```ts
+   * await locks.semaphore('smtp-connections').trySetPermits(10);
+   * ```
+   */
+  async trySetPermits(permits: number): Promise<boolean> {
+    checkPermits('permits', permits, 0);
+    const reply = await this.#recorded(
+      (requestKey, recordTtlMs) => trySetCall(this.#target, requestKey, permits, recordTtlMs),
+      `setting the permits of semaphore "${this.name}"`,
+    );
+    return reply === 1;
+  }
+
+  /**
+   * Adds `permits` free permits (a negative number takes them away, and the count may go below
+   * zero: acquires then wait until releases bring it above), creating the counter when it is
+   * missing, and wakes waiters. As Redisson's `addPermits`.
+   *
+   * @throws {@link InvalidArgumentError} for bad input, before any Redis command.
+   * @example
+   * ```ts
+   * await semaphore.addPermits(5);  // scale up
+   * await semaphore.addPermits(-2); // scale down: two fewer permits once they are released
+   * ```
+   */
+  async addPermits(permits: number): Promise<void> {
+    if (typeof permits !== 'number' || !Number.isInteger(permits) || Math.abs(permits) > MAX_PERMITS) {
+      throw new InvalidArgumentError(
+        `Expected \`permits\` to be a whole number from -${MAX_PERMITS} to ${MAX_PERMITS}, got ${describe(permits)}`,
+      );
+    }
+    await this.#add(permits, `adding permits to semaphore "${this.name}"`);
+  }
+
+  /**
+   * The number of free permits now (it may have changed by the time the promise resolves; it
+   * may be negative after {@link Semaphore.addPermits} with a negative number). With the
+   * `permits` option, a missing counter is created first; without it, a missing counter reads 0.
+   *
+   * @example
+   * ```ts
+   * metrics.gauge('exports.free', await semaphore.availablePermits());
+   * ```
+   */
+  async availablePermits(): Promise<number> {
+    const reply = await this.#engine.call(
+      availableCall(this.#target),
+      `reading the permits of semaphore "${this.name}"`,
+    );
+    return this.#integer(reply);
+  }
+
+  /**
+   * Takes every free permit and resolves how many it took (0 when none was free). Give them back
+   * with {@link Semaphore.release} like permits taken by `acquire`.
+   *
+   * @example
+   * ```ts
+   * const taken = await semaphore.drainPermits(); // maintenance: nobody else gets in
+   * try {
+   *   await migrateStorage();
+   * } finally {
+   *   if (taken > 0) await semaphore.release(taken);
+   * }
+   * ```
+   */
+  async drainPermits(): Promise<number> {
+    const reply = await this.#recorded(
+      (requestKey, recordTtlMs) => drainCall(this.#target, requestKey, recordTtlMs),
+      `draining the permits of semaphore "${this.name}"`,
+    );
+    return this.#integer(reply);
+  }
+
+  /**
+   * Deletes the counter. Resolves whether it existed. Waiters are not woken: with a `permits`
+   * option their next try creates the counter anew, and a release creates it with the permits
+   * released (as Redisson's release does).
+   *
+   * @example
+   * ```ts
+   * await locks.semaphore('campaign:2024-spring').delete();
+   * ```
+   */
+  async delete(): Promise<boolean> {
+    this.#engine.assertOpen();
+    const reply = await this.#engine.command(['DEL', this.key], `deleting semaphore "${this.name}"`);
+    return Number(reply) === 1;
+  }
+
+  /** How long a call that changes the counter is retried, in milliseconds. */
+  get #retryMs(): number {
+    return Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, 2 * this.#engine.commandTimeoutMs));
+  }
+
+  /** How long a request key records its outcome: past every copy of its retried call. */
+  get #recordTtlMs(): number {
+    return this.#retryMs + 2 * this.#engine.commandTimeoutMs + 2_000;
+  }
+
+  #integer(reply: unknown): number {
+    const value = integerReply(reply);
+    if (value === undefined) {
+      throw new LockError('REDIS_ERROR', `Unexpected reply from a script of semaphore "${this.name}"`);
+    }
+    return value;
+  }
+
+  /** Runs a call that records its outcome under a fresh request key, retried within its bound. */
+  #recorded(call: (requestKey: string, recordTtlMs: number) => ReturnType<typeof addCall>, doing: string) {
+    const requestKey = this.#engine.requestKey(this.key);
+    return this.#engine.call(call(requestKey, this.#recordTtlMs), doing, performance.now() + this.#retryMs);
+  }
+
+  async #add(permits: number, doing: string): Promise<number> {
+    const reply = await this.#recorded(
+      (requestKey, recordTtlMs) => addCall(this.#target, requestKey, permits, recordTtlMs),
+      doing,
+    );
+    return this.#integer(reply);
+  }
+
+  async #acquire(permits: number, waitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+    const engine = this.#engine;
+    const target = this.#target;
+    const book = joinBook(engine, target.channel, permits);
+    const what = `semaphore "${this.name}"`;
+    /** Messages heard when this acquire last went to sleep; undefined: before it first slept. */
+    let sleptAt: number | undefined;
+    /** Whether this acquire may have been woken by a message meant for another waiter. */
+    let tookWake = false;
+    let taken = false;
+    try {
+      const found = await engine.waitFor<Taken>(
+        {
+          what,
+          channel: target.channel,
+          wakes: wakesOf(engine, target.channel),
+          attempt: async (deadline): Promise<ConditionTry<Taken>> => {
+            const heardBefore = book.seq;
+            const reply = await this.#attempt(permits, deadline);
+            // A message while the try was in flight, or more than the one that woke it, may have
+            // been meant for a waiter behind this one, which then sleeps on.
+            if (sleptAt !== undefined && (book.seq > heardBefore || book.seq - sleptAt >= 2)) tookWake = true;
+            if (reply.status === 'taken') return { done: true, value: { permits } };
+            sleptAt = book.seq;
+            tookWake = false;
+            // Every release publishes the new count, and so does a call that creates the
+            // counter or sets it: only a message (or a reconnect) is worth another try.
+            return { done: false, recheckMs: Number.POSITIVE_INFINITY };
+          },
+          undo: (value) => this.#giveBack(value.permits),
+        },
+        waitMs,
+        signal,
+      );
+      taken = found !== null;
+      return taken;
+    } catch (error) {
+      // Woken, then stopped before using the wake-up: it may have been someone else's.
+      if (sleptAt !== undefined && book.seq > sleptAt) tookWake = true;
+      throw error;
+    } finally {
+      if (!taken && sleptAt !== undefined && book.seq > sleptAt) tookWake = true;
+      leaveBook(engine, target.channel, book, permits);
+      // The engine woke this waiter in place of another one that still sleeps: announce the free
+      // permits again so that one tries. Nobody waits for this; the next message heals a failure.
+      if (tookWake && book.count > 0 && !engine.closed) {
+        engine.call(announceCall(target), `announcing the permits of ${what}`).catch(() => undefined);
+      }
+    }
+  }
+
+  /** One try, made idempotent by its request key; cancelled when its outcome stays unknown. */
+  async #attempt(permits: number, deadline: number) {
+    const engine = this.#engine;
+    const requestKey = engine.requestKey(this.key);
+    const until = Math.min(deadline, performance.now() + this.#retryMs);
+    let reply: unknown;
+    try {
+      reply = await engine.call(
+        acquireCall(this.#target, requestKey, permits, this.#recordTtlMs),
+        `acquiring ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}"`,
+        until,
+      );
+    } catch (error) {
+      // The request may still have been applied, or a copy of it may yet be: refuse every copy
+      // and give back what it took, before the caller hears of the failure.
+      await this.#cancel(requestKey, permits);
+      throw error;
+    }
+    const outcome = acquireReply(reply);
+    if (outcome === undefined || outcome.status === 'cancelled') {
+      // Only a request this client gave up on is refused, and request keys are never reused.
+      throw new LockError(
+        'REDIS_ERROR',
+        `Unexpected reply from the acquire script of semaphore "${this.name}"`,
+      );
+    }
+    return outcome;
+  }
+
+  /**
+   * Cancels an acquire request whose outcome is unknown: the caller waits for it a little (one
+   * retry window); if Redis still does not answer, it goes on in the background until a late
+   * copy of the request can no longer matter.
+   */
+  async #cancel(requestKey: string, permits: number): Promise<void> {
+    const engine = this.#engine;
+    if (engine.closed) return;
+    const giveUpAt = performance.now() + CANCEL_RECORD_TTL_MS / 2;
+    const cancelling = engine
+      .call(
+        cancelAcquireCall(this.#target, requestKey, permits, CANCEL_RECORD_TTL_MS),
+        `cancelling an unconfirmed acquire of semaphore "${this.name}"`,
+        giveUpAt,
+      )
+      .catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      cancelling,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, this.#retryMs);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /** Gives back permits an attempt took after its caller stopped waiting. */
+  #giveBack(permits: number): Promise<unknown> {
+    if (this.#engine.closed) return Promise.resolve();
+    return this.#add(
+      permits,
+      `giving back ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}"`,
+    );
+  }
+}
