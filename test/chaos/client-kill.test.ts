@@ -135,15 +135,16 @@ describe.each(KINDS)('CLIENT KILL: $name', (kind) => {
       const checkLock = async (key: string, believed: number, when: string): Promise<void> => {
         const { type, pttl, owners, counts } = await kind.inspect(env.admin, key);
         reads += 1;
-        if (owners > 1) violations.push(`${when}: ${owners} owners hold ${key}`);
+        if (kind.exclusive && owners > 1) violations.push(`${when}: ${owners} owners hold ${key}`);
         if (owners > 0 && type !== kind.keyType) violations.push(`${when}: ${key} is a ${type}`);
         // A held lock always carries its lease, never more and never no expiry at all.
         if (owners > 0 && (pttl === -1 || pttl > LEASE_MS)) {
           violations.push(`${when}: PTTL ${pttl} on a held lock`);
         }
+        // Other owners of a non-exclusive kind (readers) show too: none holds more than two.
+        const most = kind.exclusive ? believed : Math.max(believed, 2);
         for (const count of counts) {
-          if (count > believed)
-            violations.push(`${when}: Redis holds ${count}, the owner believes ${believed}`);
+          if (count > most) violations.push(`${when}: Redis holds ${count}, the owner believes ${believed}`);
         }
       };
 
@@ -244,7 +245,7 @@ describe.each(KINDS)('CLIENT KILL: $name', (kind) => {
 
       // Everything was released (or given up): whatever is left runs out within its lease.
       for (const key of keys) {
-        const pttl = await env.admin.pTTL(key);
+        const { pttl } = await kind.inspect(env.admin, key);
         expect(pttl === -2 || (pttl > 0 && pttl <= LEASE_MS), `PTTL ${pttl} of a lock key`).toBe(true);
       }
       await expectExpiries(prefix, keys);
@@ -262,24 +263,24 @@ describe.each(KINDS)('CLIENT KILL: $name', (kind) => {
                 return;
               }
               const inner = await kind.handle(locks, name).acquire();
-              expect(await env.admin.hVals(outer.key)).toEqual(['2']);
+              expect((await kind.inspect(env.admin, outer.key)).counts).toEqual([2]);
               if (kind.fenced) expect(kind.tokenOf(inner)).toBeGreaterThan(kind.tokenOf(outer) ?? 0n);
               await inner.release();
-              expect(await env.admin.hVals(outer.key)).toEqual(['1']);
+              expect((await kind.inspect(env.admin, outer.key)).counts).toEqual([1]);
             },
             { waitMs: 3 * LEASE_MS },
           );
-          expect(await env.admin.exists(`${prefix}${name}`)).toBe(0);
+          expect((await kind.inspect(env.admin, `${prefix}${name}`)).owners).toBe(0);
         }
       }
 
       await Promise.all(clients.map((locks) => locks.close()));
       for (const key of keys) {
-        const pttl = await env.admin.pTTL(key);
+        const { pttl } = await kind.inspect(env.admin, key);
         expect(pttl === -2 || (pttl > 0 && pttl <= LEASE_MS), `PTTL ${pttl} of a lock key`).toBe(true);
       }
       await sleep(LEASE_MS + 100);
-      for (const key of keys) expect(await env.admin.exists(key)).toBe(0);
+      for (const key of keys) expect((await kind.inspect(env.admin, key)).owners).toBe(0);
       await expectExpiries(prefix, keys);
       await sleep(50);
       expect(env.unhandled).toEqual([]);
@@ -301,7 +302,8 @@ describe.each(KINDS)('CLIENT KILL: $name', (kind) => {
     }
   });
 
-  describe('TYPE pubsub while waiters wait', () => {
+  // Waiters behind a holder: a second reader of a read lock gets straight in, so it is left out.
+  describe.runIf(kind.exclusive)('TYPE pubsub while waiters wait', () => {
     const HOLD_MS = 20;
     const WAKE_BOUND_MS = 1_000;
 
@@ -335,7 +337,7 @@ describe.each(KINDS)('CLIENT KILL: $name', (kind) => {
       const holderClient = await res.lockClient({ keyPrefix: prefix });
       const held = await kind.handle(holderClient, name).acquire();
       const channel = kind.channel(held.key);
-      expect(await env.admin.pTTL(held.key)).toBeGreaterThan(20_000);
+      expect((await kind.inspect(env.admin, held.key)).pttl).toBeGreaterThan(20_000);
 
       const worker: Worker = res.worker(KILL_WAITER, {
         REDIS_URL: env.server.url,
@@ -372,16 +374,18 @@ describe.each(KINDS)('CLIENT KILL: $name', (kind) => {
       worker.send({ type: 'acquire' });
       // One subscriber connection per client that waits: three here, one in the worker.
       const subscribers = 4;
+      // A subscription per waiting client, or per waiting owner (five) for a channel per owner.
+      const subscriptions = kind.channelPerOwner ? 5 : subscribers;
       await waitUntil(
         'every waiting client subscribed',
-        async () => (await res.numsub(channel)) === subscribers,
+        async () => (await res.numsub(channel)) === subscriptions,
         STARTUP_MS,
       );
       // Let every waiter settle into its wait.
       await sleep(300);
       expect(turns).toEqual([]);
 
-      const killedConnections = await disrupt(channel, subscribers);
+      const killedConnections = await disrupt(channel, subscriptions);
       expect(killedConnections).toBeGreaterThanOrEqual(subscribers);
 
       // Optionally, subscriber connections keep getting killed while the lock goes round.
@@ -438,7 +442,7 @@ describe.each(KINDS)('CLIENT KILL: $name', (kind) => {
 
       worker.send({ type: 'exit' });
       expect(await worker.exited).toEqual({ code: 0, signal: null });
-      expect(await env.admin.exists(held.key)).toBe(0);
+      expect((await kind.inspect(env.admin, held.key)).owners).toBe(0);
       await sleep(50);
       expect(env.unhandled).toEqual([]);
       console.info(

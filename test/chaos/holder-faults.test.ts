@@ -113,7 +113,9 @@ async function clientList(redis: Redis): Promise<ClientInfo[]> {
     });
 }
 
-describe.each(KINDS)('faults of the lock holder process: $name', (kind) => {
+// A waiter that takes over from a stalled holder: a read lock lets a second reader straight in,
+// so it is left out (test/chaos/read-write-lock-faults.test.ts stalls readers beside a writer).
+describe.each(KINDS.filter((kind) => kind.exclusive))('faults of the lock holder process: $name', (kind) => {
   let server: RedisInstance;
   let observer: Redis;
   const res = testResources(() => server.url);

@@ -22,7 +22,7 @@ import {
 } from '../../src/index.js';
 import { KINDS } from '../support/kinds.js';
 import { uniquePrefix } from '../support/keys.js';
-import type { Redis } from '../support/resources.js';
+import { numsubOn, type Redis } from '../support/resources.js';
 import { settle, sleep, waitUntil, within } from '../support/wait.js';
 import { ownServer } from './own-server.js';
 import { scaled } from './scale.js';
@@ -57,7 +57,10 @@ function randomInt(below: number): number {
   return Math.floor(Math.random() * below);
 }
 
-describe.each(KINDS)('Redis restarted without persistence under load: $name', (kind) => {
+// Waiters parked behind a holder: a second reader of a read lock gets straight in, so it is left out.
+const EXCLUSIVE_KINDS = KINDS.filter((kind) => kind.exclusive);
+
+describe.each(EXCLUSIVE_KINDS)('Redis restarted without persistence under load: $name', (kind) => {
   const env = ownServer();
   const { res } = env;
 
@@ -177,15 +180,14 @@ describe.each(KINDS)('Redis restarted without persistence under load: $name', (k
     // The second waiter is still queued, and the client's subscription to the unlock channel
     // was restored on the new server.
     const admin: Redis = await res.connect();
-    const numsub = async (): Promise<number> => {
-      const reply = await retrying(() => admin.sendCommand<unknown[]>(['PUBSUB', 'NUMSUB', channel]));
-      return Number(reply[1]);
-    };
+    const numsub = async (): Promise<number> => retrying(() => numsubOn(admin, channel));
     await sleep(200);
     const secondEarly = await Promise.race([second.then(() => true), sleep(0).then(() => false)]);
     expect(secondEarly).toBe(false);
     expect(await numsub()).toBeGreaterThanOrEqual(1);
-    expect(await retrying(() => admin.pTTL(firstLease.key))).toBeGreaterThan(LONG_LEASE_MS / 2);
+    expect((await retrying(() => kind.inspect(admin, firstLease.key))).pttl).toBeGreaterThan(
+      LONG_LEASE_MS / 2,
+    );
 
     // The release publishes the unlock message, which wakes the second waiter at once.
     const releasedAt = performance.now();
@@ -202,10 +204,7 @@ describe.each(KINDS)('Redis restarted without persistence under load: $name', (k
     const third = settle(kind.handle(waiters, 'fresh').acquire());
     await waitUntil(
       'the waiter after the restart subscribed',
-      async () => {
-        const reply = await retrying(() => admin.sendCommand<unknown[]>(['PUBSUB', 'NUMSUB', freshChannel]));
-        return Number(reply[1]) >= 1;
-      },
+      async () => (await retrying(() => numsubOn(admin, freshChannel))) >= 1,
       10_000,
     );
     await sleep(100);
@@ -224,7 +223,7 @@ describe.each(KINDS)('Redis restarted without persistence under load: $name', (k
         10_000,
         'a new acquire',
       );
-      if (kind.keyType === 'hash') expect(await admin.hVals(again.key)).toEqual(['1']);
+      if (kind.keyType === 'hash') expect((await kind.inspect(admin, again.key)).counts).toEqual([1]);
       else expect(await kind.inspect(admin, again.key)).toMatchObject({ type: kind.keyType, owners: 1 });
       await again.release();
     }

@@ -11,7 +11,7 @@ import {
   type CliRun,
 } from '../support/cli.js';
 import { onProcessExit } from '../support/cleanup.js';
-import { KINDS } from '../support/kinds.js';
+import { CLI_KINDS } from '../support/kinds.js';
 import { sharedSuite } from '../support/shared-suite.js';
 import { within } from '../support/wait.js';
 import { prefixOf, secretsOf, waitForQueue } from './fixtures.js';
@@ -70,7 +70,7 @@ function runOnTerminal(args: readonly string[], answer: string): Promise<CliRun>
 describe('latchkey force-unlock', () => {
   const suite = sharedSuite('cli-force-unlock');
 
-  describe.each(KINDS)('$name', (kind) => {
+  describe.each(CLI_KINDS)('$name', (kind) => {
     it('with --yes, frees the lock and a waiting acquire then gets it', async () => {
       const holder = kind.handle(suite.lockClient(), 'invoice:42');
       const held = await holder.acquire({ leaseMs: 20_000 });

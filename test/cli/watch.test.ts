@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { assertNoSecrets, describeRun, FROM_SOURCES, runCli, type CliRun } from '../support/cli.js';
-import { KINDS } from '../support/kinds.js';
+import { CLI_KINDS } from '../support/kinds.js';
 import { sharedSuite } from '../support/shared-suite.js';
 import { within } from '../support/wait.js';
 import { prefixOf, secretsOf, waitForQueue } from './fixtures.js';
@@ -41,7 +41,7 @@ describe('latchkey watch', () => {
     return { code, signal: null, stdout, stderr: worker.stderr, elapsedMs: 0 };
   }
 
-  it.each(KINDS)('reports the release of a $name, then stops after --count lines', async (kind) => {
+  it.each(CLI_KINDS)('reports the release of a $name, then stops after --count lines', async (kind) => {
     const handle = kind.handle(suite.lockClient(), 'invoice:42');
     const lease = await handle.acquire({ leaseMs: 20_000 });
     const secrets = await secretsOf(suite.admin, handle.key);

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { RESP_TYPES } from 'redis';
 import type { LockLostError } from '../../src/index.js';
 import {
   LockNotOwnedError,
@@ -20,6 +21,10 @@ const KIND_ATTRIBUTE: Record<KindName, string> = {
   lock: 'lock',
   fencedLock: 'fenced-lock',
   simpleLock: 'simple-lock',
+  fairLock: 'fair-lock',
+  permitSemaphore: 'permit-semaphore',
+  readLock: 'read-lock',
+  writeLock: 'write-lock',
 };
 
 const packageVersion = (
@@ -63,13 +68,22 @@ describe('OpenTelemetry spans and metrics', () => {
 
   /** The owners' secrets of the lock at `key` as Redis holds them: hash fields, or the token. */
   async function ownerSecrets(kind: Kind, key: string): Promise<string[]> {
+    if (kind.name === 'permitSemaphore') {
+      // Permit ids are stored as their 16 bytes; shown to users, and so searched for, in hex.
+      const ids = await admin
+        .withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer })
+        .zRange(`{${key}}:timeout`, 0, -1);
+      return ids.map((id) => Buffer.from(id).toString('hex'));
+    }
     if (kind.keyType === 'string') {
       const token = await admin.get(key);
       return token === null ? [] : [token];
     }
     // A field is `<client id>:<owner id>`. The owner id alone is a small counter, secret only
     // with the client id (a UUID) before it, which must not show on its own either.
-    return (await admin.hKeys(key)).flatMap((field) => [field, field.slice(0, field.indexOf(':'))]);
+    // A read-write lock's `mode` field is no owner's.
+    const fields = (await admin.hKeys(key)).filter((field) => field !== 'mode');
+    return fields.flatMap((field) => [field, field.slice(0, field.indexOf(':'))]);
   }
 
   async function expectNoSecrets(secrets: readonly string[]): Promise<void> {
@@ -157,7 +171,9 @@ describe('OpenTelemetry spans and metrics', () => {
       expect(await telemetry.value('latchkey.hold.duration', kindAttribute)).toBe(1);
     });
 
-    it('counts a timeout and marks its span; a busy try and an abort are not timeouts', async () => {
+    // A second reader of a read lock gets straight in: nothing to wait for or time out.
+    const exclusive = it.runIf(kind.exclusive);
+    exclusive('counts a timeout and marks its span; a busy try and an abort are not timeouts', async () => {
       const holder = await lockClient();
       const name = 'report:daily';
       const held = await kind.handle(holder, name).acquire();
@@ -204,7 +220,7 @@ describe('OpenTelemetry spans and metrics', () => {
       await expectNoSecrets(secrets);
     });
 
-    it('counts local waiters while they wait', async () => {
+    exclusive('counts local waiters while they wait', async () => {
       const locks = await lockClient();
       const lock = kind.handle(locks, 'coupon:spring');
       const held = await lock.tryAcquire({ leaseMs: 10_000 });

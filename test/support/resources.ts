@@ -47,7 +47,10 @@ export interface TestResources {
   track(locks: LockClient): LockClient;
   /** A LockClient on a connection of its own, of the library under test. */
   lockClient(options?: LockClientOptions): Promise<LockClient>;
-  /** PUBSUB NUMSUB for one channel, on a connection opened for it on first use. */
+  /**
+   * PUBSUB NUMSUB for one channel, on a connection opened for it on first use; for a pattern
+   * (`*`), the sum over every channel it matches.
+   */
   numsub(channel: string): Promise<number>;
   /** MONITOR on the resources' url, confirmed before this resolves. */
   monitor(): Promise<CommandMonitor>;
@@ -57,6 +60,19 @@ export interface TestResources {
   spawn(command: string, args: readonly string[], env?: Record<string, string>): Worker;
   /** Stops workers and monitors, closes LockClients, then destroys connections. */
   closeAll(): Promise<void>;
+}
+
+/**
+ * PUBSUB NUMSUB of `channel` on `redis`; for a pattern (`*`, as a fair lock's waiters listen each
+ * on a channel of its own), the subscriptions of every channel it matches, summed.
+ */
+export async function numsubOn(redis: Redis, channel: string): Promise<number> {
+  const channels = channel.includes('*')
+    ? (await redis.sendCommand<unknown[]>(['PUBSUB', 'CHANNELS', channel])).map(String)
+    : [channel];
+  if (channels.length === 0) return 0;
+  const reply = await redis.sendCommand<unknown[]>(['PUBSUB', 'NUMSUB', ...channels]);
+  return reply.filter((_, i) => i % 2 === 1).reduce<number>((sum, count) => sum + Number(count), 0);
 }
 
 /** `url` is read on use, so it may be set later, in beforeAll. */
@@ -94,8 +110,7 @@ export function testResources(url: () => string): TestResources {
     },
     async numsub(channel: string): Promise<number> {
       numsubClient ??= connect();
-      const reply = await (await numsubClient).sendCommand<unknown[]>(['PUBSUB', 'NUMSUB', channel]);
-      return Number(reply[1]);
+      return numsubOn(await numsubClient, channel);
     },
     async monitor(): Promise<CommandMonitor> {
       const started = await monitorCommands(url());

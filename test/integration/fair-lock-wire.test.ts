@@ -1,0 +1,298 @@
+/**
+ * Wire compatibility with Redisson's RFairLock: the test plays a Java service on Redisson with
+ * the scripts RedissonFairLock sends, reproduced command for command with Redisson's own keys and
+ * argument order (its deadlines from the caller's clock, here the test's), and its per-waiter
+ * channel `redisson_lock__channel:{<key>}:<owner>`. Shown both ways: mutual exclusion, one line
+ * shared in arrival order, and wake-ups (a latchkey release wakes a queued Redisson waiter on its
+ * channel; a Redisson unlock wakes a queued latchkey waiter on its own).
+ */
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import type { Lease } from '../../src/index.js';
+import type { Redis } from '../support/resources.js';
+import { sharedSuite } from '../support/shared-suite.js';
+import { sleep, waitUntil } from '../support/wait.js';
+
+/**
+ * RedissonFairLock.tryLockInnerAsync (the EVAL_LONG variant, used by lock() and tryLock(wait)):
+ * KEYS = lock, queue, timeouts; ARGV = lease ms, owner, threadWaitTime ms, currentTime ms.
+ * nil: taken or re-entered; a number: queued (once), the time to wait.
+ */
+const REDISSON_FAIR_TRY_LOCK = `
+while true do
+  local firstThreadId2 = redis.call('lindex', KEYS[2], 0);
+  if firstThreadId2 == false then
+    break;
+  end;
+  local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));
+  if timeout <= tonumber(ARGV[4]) then
+    redis.call('zrem', KEYS[3], firstThreadId2);
+    redis.call('lpop', KEYS[2]);
+  else
+    break;
+  end;
+end;
+if (redis.call('exists', KEYS[1]) == 0)
+    and ((redis.call('exists', KEYS[2]) == 0) or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then
+  redis.call('lpop', KEYS[2]);
+  redis.call('zrem', KEYS[3], ARGV[2]);
+  local keys = redis.call('zrange', KEYS[3], 0, -1);
+  for i = 1, #keys, 1 do
+    redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]);
+  end;
+  redis.call('hset', KEYS[1], ARGV[2], 1);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end;
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end;
+local timeout = redis.call('zscore', KEYS[3], ARGV[2]);
+if timeout ~= false then
+  return timeout - tonumber(ARGV[3]) - tonumber(ARGV[4]);
+end;
+local lastThreadId = redis.call('lindex', KEYS[2], -1);
+local ttl;
+if lastThreadId ~= false and lastThreadId ~= ARGV[2] then
+  ttl = tonumber(redis.call('zscore', KEYS[3], lastThreadId)) - tonumber(ARGV[4]);
+else
+  ttl = redis.call('pttl', KEYS[1]);
+end;
+local timeout = ttl + tonumber(ARGV[3]) + tonumber(ARGV[4]);
+if redis.call('zadd', KEYS[3], timeout, ARGV[2]) == 1 then
+  redis.call('rpush', KEYS[2], ARGV[2]);
+end;
+return ttl;`;
+
+/**
+ * RedissonFairLock.unlockInnerAsync: KEYS = lock, queue, timeouts, unlock channel; ARGV = `0`,
+ * lease ms, owner, currentTime ms. Publishes `0` to the head's own channel only.
+ */
+const REDISSON_FAIR_UNLOCK = `
+while true do
+  local firstThreadId2 = redis.call('lindex', KEYS[2], 0);
+  if firstThreadId2 == false then
+    break;
+  end;
+  local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));
+  if timeout <= tonumber(ARGV[4]) then
+    redis.call('zrem', KEYS[3], firstThreadId2);
+    redis.call('lpop', KEYS[2]);
+  else
+    break;
+  end;
+end;
+if (redis.call('exists', KEYS[1]) == 0) then
+  local nextThreadId = redis.call('lindex', KEYS[2], 0);
+  if nextThreadId ~= false then
+    redis.call('publish', KEYS[4] .. ':' .. nextThreadId, ARGV[1]);
+  end;
+  return 1;
+end;
+if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then
+  return nil;
+end;
+local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1);
+if (counter > 0) then
+  redis.call('pexpire', KEYS[1], ARGV[2]);
+  return 0;
+end;
+redis.call('del', KEYS[1]);
+local nextThreadId = redis.call('lindex', KEYS[2], 0);
+if nextThreadId ~= false then
+  redis.call('publish', KEYS[4] .. ':' .. nextThreadId, ARGV[1]);
+end;
+return 1;`;
+
+/**
+ * RedissonFairLock.acquireFailedAsync (a tryLock that timed out): KEYS = queue, timeouts;
+ * ARGV = owner, threadWaitTime ms. Leaves the line; the deadlines behind it move earlier.
+ */
+const REDISSON_FAIR_ACQUIRE_FAILED = `
+local queue = redis.call('lrange', KEYS[1], 0, -1);
+local i = 1;
+while i <= #queue and queue[i] ~= ARGV[1] do
+  i = i + 1;
+end;
+i = i + 1;
+while i <= #queue do
+  redis.call('zincrby', KEYS[2], -tonumber(ARGV[2]), queue[i]);
+  i = i + 1;
+end;
+redis.call('zrem', KEYS[2], ARGV[1]);
+redis.call('lrem', KEYS[1], 0, ARGV[1]);`;
+
+const REDISSON_LEASE_MS = 30_000;
+const REDISSON_THREAD_WAIT_MS = 5_000;
+
+/** Redisson's names, spelt out here rather than taken from src/keys.ts. */
+const queueOf = (key: string): string => `redisson_lock_queue:{${key}}`;
+const timeoutsOf = (key: string): string => `redisson_lock_timeout:{${key}}`;
+const channelOf = (key: string): string => `redisson_lock__channel:{${key}}`;
+
+/** One Redisson thread: `<uuid>:<threadId>`, playing RedissonFairLock on a raw connection. */
+class RedissonThread {
+  readonly field = `${randomUUID()}:${Math.floor(Math.random() * 1000) + 1}`;
+  readonly messages: string[] = [];
+
+  constructor(
+    private readonly java: Redis,
+    private readonly key: string,
+  ) {}
+
+  /** Redisson's acquire: null when taken, else the time to wait (and queued, once). */
+  async tryLock(): Promise<number | null> {
+    const reply = await this.java.sendCommand<number | null>([
+      'EVAL',
+      REDISSON_FAIR_TRY_LOCK,
+      '3',
+      this.key,
+      queueOf(this.key),
+      timeoutsOf(this.key),
+      String(REDISSON_LEASE_MS),
+      this.field,
+      String(REDISSON_THREAD_WAIT_MS),
+      String(Date.now()),
+    ]);
+    return reply === null ? null : Number(reply);
+  }
+
+  async unlock(): Promise<unknown> {
+    return this.java.sendCommand([
+      'EVAL',
+      REDISSON_FAIR_UNLOCK,
+      '4',
+      this.key,
+      queueOf(this.key),
+      timeoutsOf(this.key),
+      channelOf(this.key),
+      '0',
+      String(REDISSON_LEASE_MS),
+      this.field,
+      String(Date.now()),
+    ]);
+  }
+
+  async acquireFailed(): Promise<unknown> {
+    return this.java.sendCommand([
+      'EVAL',
+      REDISSON_FAIR_ACQUIRE_FAILED,
+      '2',
+      queueOf(this.key),
+      timeoutsOf(this.key),
+      this.field,
+      String(REDISSON_THREAD_WAIT_MS),
+    ]);
+  }
+
+  /** Subscribes to this thread's own channel, as RedissonFairLock.subscribe does. */
+  async listen(subscriber: Redis): Promise<void> {
+    await subscriber.subscribe(`${channelOf(this.key)}:${this.field}`, (message) =>
+      this.messages.push(message),
+    );
+  }
+}
+
+describe('wire compatibility with Redisson RFairLock', () => {
+  const suite = sharedSuite('fair-wire');
+  const { res, lockClient } = suite;
+
+  async function setUp(name: string, waiterTimeoutMs = 60_000) {
+    const lock = lockClient({ watchdogTimeoutMs: 5_000 }).fairLock(name, { waiterTimeoutMs });
+    const java = await res.connect();
+    const thread = new RedissonThread(java, lock.key);
+    await thread.listen(await res.connect());
+    const queueLength = async (): Promise<number> => suite.admin.lLen(queueOf(lock.key));
+    return { lock, thread, queueLength };
+  }
+
+  it('excludes a Redisson holder, and a Redisson unlock wakes the queued latchkey waiter at once', async () => {
+    // A long waiter timeout: the wake-up can only come from Redisson's message, not a heartbeat.
+    const { lock, thread, queueLength } = await setUp('settlements:java-holds');
+    expect(await thread.tryLock()).toBeNull();
+    expect(await lock.tryAcquire()).toBeNull();
+    const waiting = lock.acquire({ waitMs: 15_000 });
+    await waitUntil('latchkey queued in Redisson’s line', async () => (await queueLength()) === 1);
+    const [latchkeyField] = await suite.admin.lRange(queueOf(lock.key), 0, 0);
+    // Redisson's reentry still works beside a latchkey waiter.
+    expect(await thread.tryLock()).toBeNull();
+    expect(await thread.unlock()).toBe(0);
+    await sleep(300);
+    const unlockedAt = performance.now();
+    expect(await thread.unlock()).toBe(1);
+    const lease = await waiting;
+    expect(performance.now() - unlockedAt).toBeLessThan(1_500);
+    expect(Object.keys(await suite.admin.hGetAll(lock.key))).toEqual([latchkeyField]);
+    // Redisson is refused while latchkey holds, and queues.
+    expect(await thread.tryLock()).toBeGreaterThan(0);
+    await lease.release();
+    await thread.acquireFailed();
+    expect(await suite.admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+  });
+
+  it('wakes a queued Redisson waiter on its own channel when latchkey releases, and it takes the lock', async () => {
+    const { lock, thread, queueLength } = await setUp('settlements:node-holds');
+    const lease = await lock.acquire();
+    const wait = await thread.tryLock();
+    expect(wait).toBeGreaterThan(0);
+    expect(await queueLength()).toBe(1);
+    // Asking again keeps one entry.
+    expect(await thread.tryLock()).not.toBeNull();
+    expect(await queueLength()).toBe(1);
+
+    await lease.release();
+    await waitUntil('Redisson’s waiter heard the release', () => thread.messages.length === 1, 2_000);
+    expect(thread.messages).toEqual(['0']);
+    expect(await thread.tryLock()).toBeNull();
+    expect(await lock.tryAcquire()).toBeNull();
+    expect(await thread.unlock()).toBe(1);
+    expect(await suite.admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+  });
+
+  it('shares one line in arrival order: latchkey holder, Redisson waiter, then latchkey waiter', async () => {
+    const { lock, thread, queueLength } = await setUp('settlements:mixed-line');
+    const holder = await lock.acquire();
+    expect(await thread.tryLock()).toBeGreaterThan(0);
+    const behind = lock.acquire({ waitMs: 20_000 });
+    await waitUntil('latchkey queued behind Redisson', async () => (await queueLength()) === 2);
+    const served: string[] = [];
+    const behindServed = behind.then((lease: Lease) => {
+      served.push('latchkey');
+      return lease;
+    });
+
+    await holder.release();
+    await waitUntil('Redisson’s waiter heard the release', () => thread.messages.length === 1, 2_000);
+    // The lock is free, but Redisson is next: latchkey's waiter does not go ahead of it.
+    await sleep(300);
+    expect(served).toEqual([]);
+    expect(await suite.admin.exists(lock.key)).toBe(0);
+    expect(await thread.tryLock()).toBeNull();
+    served.push('redisson');
+    await sleep(200);
+    expect(await thread.unlock()).toBe(1);
+    const lease = await behindServed;
+    expect(served).toEqual(['redisson', 'latchkey']);
+    await lease.release();
+    expect(await suite.admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+  });
+
+  it('serves a latchkey waiter within a heartbeat when a Redisson head gives up without a word', async () => {
+    // Redisson's acquireFailed publishes nothing: latchkey's next call (a third of 3 s) finds out.
+    const { lock, thread, queueLength } = await setUp('settlements:java-gives-up', 3_000);
+    const holder = await lock.acquire();
+    expect(await thread.tryLock()).toBeGreaterThan(0);
+    const behind = lock.acquire({ waitMs: 20_000 });
+    await waitUntil('latchkey queued behind Redisson', async () => (await queueLength()) === 2);
+    await holder.release();
+    await waitUntil('Redisson’s waiter heard the release', () => thread.messages.length === 1, 2_000);
+    const gaveUpAt = performance.now();
+    await thread.acquireFailed();
+    const lease = await behind;
+    expect(performance.now() - gaveUpAt).toBeLessThan(1_000 + 1_000);
+    await lease.release();
+    expect(await suite.admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+  });
+});
