@@ -11,6 +11,7 @@ const SCENARIO_ORDER = [
   'handoff',
   'contended-8',
   'contended-32',
+  'semaphore-4',
   'manyKeys-1000',
   'manyKeys-10000',
   'reentry',
@@ -25,6 +26,8 @@ const DESCRIPTIONS: Readonly<Record<string, string>> = {
   'contended-8':
     '8 contenders over 4 processes, one key, 1 ms hold (a real timer await), no think time, fixed duration after a common start. acqPerSec, jain, maxWaitMs from the timing pass; cmdsPerAcq (INFO commandstats delta, script-internal calls included, INFO itself excluded) and redisCpuUsPerAcq (used_cpu_user+sys delta) from the same pass; roundTripsPerAcq from a separate pass through a counting proxy (requests the clients sent). giveUps: times the library gave up at its defaults and the adapter asked again.',
   'contended-32': 'the same with 32 contenders.',
+  'semaphore-4':
+    'the contended run for semaphores: 8 contenders over 4 processes share a semaphore of 4 permits, each acquisition taking one, 1 ms hold; a run that ever saw more than 4 holders at once fails.',
   'manyKeys-1000':
     "one session holds that many locks, a second session in the same process waits on each. subscriptions: server pubsub_channels delta; heapBytesPerLock: heap delta after GC for both sessions, per lock; renewCallsPerInterval: the holder session's requests (proxy) per renewal interval, with a 3 s lease/watchdog for contenders that renew (a long fixed lease otherwise); serverCmdsPerSec: commands Redis executed per second in that window (INFO commandstats: renewals, polling waiters, script internals); waiters connect directly, only the holder goes through the proxy.",
   'manyKeys-10000': 'the same with 10,000 locks.',
@@ -161,6 +164,73 @@ export function targets(results: Results): Verdict[] {
   return verdicts;
 }
 
+/**
+ * One latchkey kind beside its floor and its closest peer: which contender it is, what it is
+ * held against, and the peer (if any library has one).
+ */
+const KIND_ROWS: readonly {
+  readonly contender: string;
+  readonly kind: string;
+  readonly peers: readonly string[];
+}[] = [
+  { contender: 'latchkey', kind: 'lock (reentrant)', peers: ['node-redisson', 'redis-semaphore', 'redlock'] },
+  { contender: 'latchkey-fenced', kind: 'fenced lock', peers: ['node-redisson', 'redlock'] },
+  { contender: 'latchkey-simple', kind: 'simple lock', peers: ['simple-redis-mutex', 'redis-semaphore'] },
+  { contender: 'latchkey-fair', kind: 'fair lock', peers: [] },
+  { contender: 'latchkey-rw', kind: 'read-write lock (write)', peers: [] },
+  { contender: 'latchkey-semaphore', kind: 'semaphore', peers: ['rs-semaphore', 'rs-multisemaphore'] },
+  { contender: 'latchkey-permits', kind: 'permit semaphore', peers: ['rs-semaphore', 'rs-multisemaphore'] },
+];
+
+/** The per-kind table: each kind's cycle against the floor, hand-off and throughput against its peer. */
+function kindsTable(results: Results): string[] {
+  const m = (scenario: string, contender: string, name: string): number | undefined =>
+    metric(results, scenario, contender, name);
+  const floor = m('uncontended', 'floor-2evalsha', 'p50Ms');
+  const rows = KIND_ROWS.filter((row) => results.scenarios['uncontended']?.[row.contender] !== undefined);
+  if (rows.length === 0) return [];
+  const lines = [
+    '## Every kind',
+    '',
+    "Each latchkey kind driven as a mutex (a semaphore with one permit, a read-write lock's write lock), beside the floor of two EVALSHA calls and its closest peer (redis-semaphore's Semaphore and MultiSemaphore for the semaphores; no peer library has a fair or a read-write lock, so those are held against the floors and latchkey's own lock). `semaphore-4`: 8 contenders on 4 permits.",
+    '',
+    '| kind | cycle p50 | vs floor-2evalsha | handoff p50 | contended-8 acq/s | round trips/acq | semaphore-4 acq/s | verdict |',
+    '|---|---:|---:|---:|---:|---:|---:|---|',
+  ];
+  for (const row of rows) {
+    const cycle = m('uncontended', row.contender, 'p50Ms');
+    const handoff = m('handoff', row.contender, 'p50Ms');
+    const rate = m('contended-8', row.contender, 'acqPerSec');
+    const trips = m('contended-8', row.contender, 'roundTripsPerAcq');
+    const sem = m('semaphore-4', row.contender, 'acqPerSec');
+    const failed = ['uncontended', 'handoff', 'contended-8', 'semaphore-4'].filter(
+      (scenario) => results.failed[scenario]?.[row.contender] !== undefined,
+    );
+    const peers = row.peers.filter((peer) => m('contended-8', peer, 'acqPerSec') !== undefined);
+    const bestPeer = peers
+      .map((peer) => ({ peer, rate: m('contended-8', peer, 'acqPerSec') ?? 0 }))
+      .sort((a, b) => b.rate - a.rate)[0];
+    const peerHandoff = Math.min(
+      ...row.peers.map((peer) => m('handoff', peer, 'p50Ms') ?? Number.POSITIVE_INFINITY),
+    );
+    let verdict: string;
+    if (failed.length > 0) verdict = `**FAILED** in ${failed.join(', ')}`;
+    else if (bestPeer === undefined)
+      verdict = `no peer; cycle ${x(ratio(cycle, floor))} the floor, hand-off ${fmt(handoff)} ms`;
+    else
+      verdict = `${x(ratio(rate, bestPeer.rate))} the acquisitions/s of ${bestPeer.peer}${
+        Number.isFinite(peerHandoff)
+          ? `, hand-off ${x(ratio(peerHandoff, handoff))} faster than the fastest peer's`
+          : ''
+      }`;
+    lines.push(
+      `| ${row.kind} (\`${row.contender}\`) | ${fmt(cycle)} ms | ${x(ratio(cycle, floor))} | ${fmt(handoff)} ms | ${fmt(rate)} | ${fmt(trips)} | ${fmt(sem)} | ${verdict} |`,
+    );
+  }
+  lines.push('');
+  return lines;
+}
+
 function scenarioTable(results: Results, scenario: string): string[] {
   const rows = results.scenarios[scenario] ?? {};
   const failed = results.failed[scenario] ?? {};
@@ -222,6 +292,7 @@ export function renderMarkdown(results: Results): string {
         `| ${v.target} | ${v.status === 'pass' ? 'pass' : v.status === 'miss' ? '**miss**' : 'n/a'} | ${v.detail} |`,
     ),
     '',
+    ...kindsTable(results),
   ];
   const scenarios = new Set([
     ...Object.keys(results.scenarios),

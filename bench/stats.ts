@@ -51,6 +51,23 @@ export function overlaps(intervals: readonly Interval[]): number {
   return count;
 }
 
+/** The most critical sections open at one instant (a semaphore's holders at once). */
+export function maxConcurrent(intervals: readonly Interval[]): number {
+  const edges = intervals.flatMap(([start, end]) => [
+    [start, 1],
+    [end, -1],
+  ]);
+  // At one instant an end comes before a start: a permit given back and taken again is not two.
+  edges.sort((a, b) => (a[0] ?? 0) - (b[0] ?? 0) || (a[1] ?? 0) - (b[1] ?? 0));
+  let open = 0;
+  let most = 0;
+  for (const [, step] of edges) {
+    open += step ?? 0;
+    most = Math.max(most, open);
+  }
+  return most;
+}
+
 export function round(value: number, digits = 3): number {
   const factor = 10 ** digits;
   return Math.round(value * factor) / factor;

@@ -35,8 +35,9 @@ export async function openSession(
   url: string,
   name: string,
   leaseMs: number | undefined,
+  permits?: number,
 ): Promise<void> {
-  const session = await ADAPTERS[contender].connect({ url, name, leaseMs });
+  const session = await ADAPTERS[contender].connect({ url, name, leaseMs, permits });
   sessions.set(id, session);
 }
 

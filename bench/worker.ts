@@ -17,6 +17,7 @@ const baseOps: WorkerOps = {
       String(args['url']),
       String(args['name']),
       typeof args['leaseMs'] === 'number' ? args['leaseMs'] : undefined,
+      typeof args['permits'] === 'number' ? args['permits'] : undefined,
     );
     return null;
   },

@@ -2,8 +2,17 @@
 import { floor2Evalsha } from './floor-2evalsha.js';
 import { floorSetnx } from './floor-setnx.js';
 import { latchkey } from './latchkey.js';
+import {
+  latchkeyFair,
+  latchkeyFenced,
+  latchkeyPermits,
+  latchkeyReadWrite,
+  latchkeySemaphore,
+  latchkeySimple,
+} from './latchkey-kinds.js';
 import { nodeRedisson } from './node-redisson.js';
 import { redisSemaphore } from './redis-semaphore.js';
+import { rsMultiSemaphore, rsSemaphore } from './redis-semaphore-kinds.js';
 import { redlock } from './redlock.js';
 import { simpleRedisMutex } from './simple-redis-mutex.js';
 import type { Adapter, ContenderName } from './types.js';
@@ -16,4 +25,12 @@ export const ADAPTERS: Readonly<Record<ContenderName, Adapter>> = {
   'simple-redis-mutex': simpleRedisMutex,
   'floor-setnx': floorSetnx,
   'floor-2evalsha': floor2Evalsha,
+  'latchkey-fenced': latchkeyFenced,
+  'latchkey-simple': latchkeySimple,
+  'latchkey-fair': latchkeyFair,
+  'latchkey-rw': latchkeyReadWrite,
+  'latchkey-semaphore': latchkeySemaphore,
+  'latchkey-permits': latchkeyPermits,
+  'rs-semaphore': rsSemaphore,
+  'rs-multisemaphore': rsMultiSemaphore,
 };

@@ -9,6 +9,14 @@ export const CONTENDER_NAMES = [
   'simple-redis-mutex',
   'floor-setnx',
   'floor-2evalsha',
+  'latchkey-fenced',
+  'latchkey-simple',
+  'latchkey-fair',
+  'latchkey-rw',
+  'latchkey-semaphore',
+  'latchkey-permits',
+  'rs-semaphore',
+  'rs-multisemaphore',
 ] as const;
 
 export type ContenderName = (typeof CONTENDER_NAMES)[number];
@@ -24,6 +32,14 @@ export interface Capabilities {
   readonly renews: boolean;
   /** A reference floor, not a lock library. */
   readonly floor: boolean;
+  /**
+   * Set for a contender that stands for one more kind of synchronizer (a latchkey kind beside
+   * the reentrant lock, or a peer's semaphore): it is compared on the uncontended cycle, the
+   * hand-off and 8 contenders, not on every scenario, to keep the run's length in bounds.
+   */
+  readonly kind?: string;
+  /** A semaphore: the session takes `permits` from {@link SessionOptions} (default 1). */
+  readonly permits?: boolean;
 }
 
 export interface SessionOptions {
@@ -35,6 +51,8 @@ export interface SessionOptions {
    * see renewals within seconds. Undefined: the library's default.
    */
   readonly leaseMs?: number;
+  /** Permits of a semaphore contender's semaphore; 1 (a mutex) when undefined. */
+  readonly permits?: number;
 }
 
 export interface Held {

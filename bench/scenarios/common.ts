@@ -83,7 +83,7 @@ export async function connect(
   context: RunContext,
   worker: WorkerHandle,
   session: string,
-  options: { url?: string; name?: string; leaseMs?: number } = {},
+  options: { url?: string; name?: string; leaseMs?: number; permits?: number } = {},
 ): Promise<void> {
   await worker.call({
     op: 'connect',
@@ -92,6 +92,7 @@ export async function connect(
     url: options.url ?? context.redis.url,
     name: options.name ?? `bench-${session}`,
     leaseMs: options.leaseMs,
+    permits: options.permits,
   });
 }
 

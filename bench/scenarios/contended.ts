@@ -1,11 +1,12 @@
 // Scenario "contended-8" / "contended-32": that many contenders spread over the worker
 // processes fight for one key, holding it 1 ms (a real timer await), no think time, for a fixed
 // time after a common start. A timing pass (direct to Redis; INFO deltas for commands and CPU)
-// and a separate round-trip pass through the counting proxy.
+// and a separate round-trip pass through the counting proxy. "semaphore-4": 8 contenders on a
+// semaphore of 4 permits (semaphore contenders only), checked for never more than 4 holders.
 import { nowNs } from '../ipc.js';
 import { CountingProxy, totalOf, type Counts } from '../proxy.js';
 import { costSince, serverCost } from '../redis.js';
-import { jain, overlaps, round, type Interval } from '../stats.js';
+import { jain, maxConcurrent, overlaps, round, type Interval } from '../stats.js';
 import { emit, session, sleep, untilGo } from '../worker-state.js';
 import {
   connect,
@@ -131,14 +132,15 @@ function breakdown(counts: Counts, acquired: number): string {
     .join(', ');
 }
 
-async function runSize(context: RunContext, contenders: number): Promise<Outcome> {
+async function runSize(context: RunContext, contenders: number, permits = 1): Promise<Outcome> {
   const durationMs = context.quick ? 1_500 : 5_000;
   const countedMs = context.quick ? 600 : 2_000;
   const warmupMs = context.quick ? 200 : 300;
-  const key = `${context.keyPrefix}:contended-${contenders}`;
+  const label = permits === 1 ? `contended-${contenders}` : `semaphore-${permits}`;
+  const key = `${context.keyPrefix}:${label}`;
   const before = await unhandledTotal(context.workers);
-  const sessionName = `contended-${contenders}`;
-  await Promise.all(context.workers.map((worker) => connect(context, worker, sessionName)));
+  const sessionName = label;
+  await Promise.all(context.workers.map((worker) => connect(context, worker, sessionName, { permits })));
   await pass(context, sessionName, `${key}:w`, contenders, warmupMs);
   const timed = await pass(context, sessionName, key, contenders, durationMs);
   await Promise.all(context.workers.map((worker) => disconnect(worker, sessionName)));
@@ -150,7 +152,7 @@ async function runSize(context: RunContext, contenders: number): Promise<Outcome
   try {
     const rtSession = `${sessionName}-rt`;
     await Promise.all(
-      context.workers.map((worker) => connect(context, worker, rtSession, { url: proxy.url })),
+      context.workers.map((worker) => connect(context, worker, rtSession, { url: proxy.url, permits })),
     );
     await pass(context, rtSession, `${key}:rw`, contenders, warmupMs);
     proxy.take();
@@ -169,9 +171,12 @@ async function runSize(context: RunContext, contenders: number): Promise<Outcome
   const stuck = [...tasks, ...counted.workers.flatMap((worker) => worker.tasks)].filter(
     (task) => task.stuck,
   ).length;
+  const allIntervals = [timed, counted].map((run) => run.workers.flatMap((worker) => worker.intervals));
+  // A mutex: holds that overlap; a semaphore: holds beyond its permits at any instant.
   const overlapping =
-    overlaps(timed.workers.flatMap((worker) => worker.intervals)) +
-    overlaps(counted.workers.flatMap((worker) => worker.intervals));
+    permits === 1
+      ? allIntervals.reduce((sum, intervals) => sum + overlaps(intervals), 0)
+      : Math.max(0, ...allIntervals.map((intervals) => maxConcurrent(intervals) - permits));
   const countedAcquired = acquisitions(counted);
   const giveUps = [...timed.workers, ...counted.workers].reduce((sum, worker) => sum + worker.giveUps, 0);
   const metrics = {
@@ -199,7 +204,10 @@ async function runSize(context: RunContext, contenders: number): Promise<Outcome
   if (overlapping > 0) {
     return {
       status: 'failed',
-      reason: `mutual exclusion violated: ${overlapping} overlapping holds`,
+      reason:
+        permits === 1
+          ? `mutual exclusion violated: ${overlapping} overlapping holds`
+          : `more than ${permits} holders at once (${overlapping} too many)`,
       metrics,
     };
   }
@@ -210,13 +218,21 @@ async function runSize(context: RunContext, contenders: number): Promise<Outcome
   return { status: 'ok', metrics, notes };
 }
 
+/** Permits of the semaphore scenario: 8 contenders share 4. */
+const SEMAPHORE_PERMITS = 4;
+
 export const contended: Scenario = {
-  names: ['contended-8', 'contended-32'],
+  names: ['contended-8', 'contended-32', `semaphore-${SEMAPHORE_PERMITS}`],
   skip: (adapter) => (adapter.caps.wait === 'none' ? 'floor: cannot wait for a held lock' : undefined),
   async run(context) {
+    const { caps } = context.adapter;
+    const skipped = (reason: string): Outcome => ({ status: 'skipped', reason });
     return {
       'contended-8': await runSize(context, 8),
-      'contended-32': await runSize(context, 32),
+      'contended-32':
+        caps.kind === undefined ? await runSize(context, 32) : skipped('kinds are compared at 8 contenders'),
+      [`semaphore-${SEMAPHORE_PERMITS}`]:
+        caps.permits === true ? await runSize(context, 8, SEMAPHORE_PERMITS) : skipped('not a semaphore'),
     };
   },
 };
