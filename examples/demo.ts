@@ -37,6 +37,23 @@ const EXAMPLES: readonly Example[] = [
     name: 'fenced-writes',
     shows: 'fencing tokens: a store refuses the late write of a holder whose lease ran out',
   },
+  {
+    name: 'warmup-latch',
+    shows: 'a count-down latch: a service takes traffic once every cache warmer is done',
+  },
+  {
+    name: 'ordered-settlement',
+    shows: 'a fair lock settles payments from several workers strictly in arrival order',
+  },
+  {
+    name: 'rate-limited-crawler',
+    shows: 'a permit semaphore caps fetches to one host; a crashed worker’s permit comes back',
+  },
+  {
+    name: 'report-cache',
+    shows:
+      'a read-write lock: handlers read a cached report side by side while a refresher rebuilds it alone',
+  },
 ];
 
 const EXAMPLES_DIR = dirname(fileURLToPath(import.meta.url));
