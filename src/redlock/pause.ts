@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Condition } from '../engine/condition.js';
 import type { Engine } from '../engine/engine.js';
 
@@ -23,14 +24,14 @@ function anyMessage(what: string, channel: string): Condition<true> {
 
 /**
  * Sleeps between two Redlock rounds for `delayMs` at most, or, with `listen`, until an unlock
- * message arrives from any master on the lock's channel (each master's engine shares one
- * subscriber connection per master among all its waiters). A master that cannot be reached
- * simply sends no message. Resolves early on nothing else; rejects with `signal.reason` on
+ * message arrives from any master that is connected, on the lock's channel (each master's engine
+ * shares one subscriber connection among all its waiters). Resolves early on nothing else; rejects with `signal.reason` on
  * abort.
  * @internal
  */
 export async function pause(
   engines: readonly Engine[],
+  ready: (index: number) => boolean,
   what: string,
   channel: string,
   delayMs: number,
@@ -39,6 +40,8 @@ export async function pause(
 ): Promise<void> {
   signal?.throwIfAborted();
   const stop = new AbortController();
+  // Every master's wait listens on it, a few times each.
+  setMaxListeners(8 + 4 * engines.length, stop.signal);
   const onAbort = (): void => stop.abort(signal?.reason);
   signal?.addEventListener('abort', onAbort, { once: true });
   let timer: NodeJS.Timeout | undefined;
@@ -53,8 +56,10 @@ export async function pause(
       }),
     ];
     if (listen) {
-      for (const engine of engines) {
-        // A master that fails (unreachable, closed) wakes nobody: only the others and the timer.
+      for (const [index, engine] of engines.entries()) {
+        // A master that is down is not subscribed to: its subscriber would wait for it to come
+        // back. One that fails meanwhile wakes nobody: only the others and the timer do.
+        if (!ready(index)) continue;
         waits.push(
           engine.waitFor(anyMessage(what, channel), delayMs, stop.signal).then(
             (woken) => (woken === null ? new Promise<never>(() => undefined) : undefined),

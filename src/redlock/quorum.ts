@@ -150,14 +150,17 @@ class QuorumGroup implements LeaseHost {
     const leases = this.#state === 'ended' ? this.#unreleased : this.#drain();
     this.#state = 'ended';
     this.#hold.count = 0;
-    const results = await Promise.allSettled(leases.map((lease) => lease.release()));
+    const results = await settleQuorum(
+      leases.map((lease) => lease.release()),
+      Math.min(this.#settings.quorum, leases.length),
+    );
     this.#unreleased = leases.filter((_, index) => {
       const result = results[index];
       return result?.status === 'rejected' && isRedisError(result.reason);
     });
-    if (this.#unreleased.length === leases.length && leases.length > 0) {
+    if (leases.length > 0 && !results.some((result) => result?.status === 'fulfilled')) {
       // No master confirmed: the caller may try again; the leases run out in any case.
-      const failed = results.find((result) => result.status === 'rejected');
+      const failed = results.find((result) => result?.status === 'rejected');
       throw new LockError('REDIS_ERROR', `No master confirmed the release of lock "${this.#hold.name}"`, {
         cause: failed?.status === 'rejected' ? failed.reason : undefined,
       });
@@ -168,7 +171,10 @@ class QuorumGroup implements LeaseHost {
     }
   }
 
-  /** Client close: the masters' engines declare their holds lost, which ends this one. */
+  /**
+   * A master's hold was lost (not confirmed in time, gone from the master, or its engine closed):
+   * with fewer than a quorum left, the lock is lost.
+   */
   #nodeLost(index: number, lease: Lease): void {
     if (this.#leases.get(index) !== lease) return;
     this.#leases.delete(index);
@@ -196,6 +202,40 @@ class QuorumGroup implements LeaseHost {
     this.#listeners.clear();
     return leases;
   }
+}
+
+/**
+ * Waits until `quorum` of `calls` succeeded or every call settled, whichever comes first; the
+ * rest go on (a master that is down is retried by its engine while its lease lasts). An entry
+ * is undefined for a call still under way.
+ */
+function settleQuorum(
+  calls: readonly Promise<void>[],
+  quorum: number,
+): Promise<(PromiseSettledResult<void> | undefined)[]> {
+  const results: (PromiseSettledResult<void> | undefined)[] = calls.map(() => undefined);
+  return new Promise((resolve) => {
+    let settled = 0;
+    let succeeded = 0;
+    if (calls.length === 0) resolve(results);
+    calls.forEach((call, index) => {
+      call
+        .then(
+          () => {
+            results[index] = { status: 'fulfilled', value: undefined };
+            succeeded += 1;
+          },
+          (reason: unknown) => {
+            results[index] = { status: 'rejected', reason };
+          },
+        )
+        .finally(() => {
+          settled += 1;
+          if (succeeded >= quorum || settled === calls.length) resolve([...results]);
+        })
+        .catch(() => undefined);
+    });
+  });
 }
 
 function isRedisError(error: unknown): boolean {

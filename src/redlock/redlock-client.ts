@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'eventemitter3';
 import { Engine } from '../engine/engine.js';
 import { Events } from '../engine/events.js';
+import { within } from '../engine/timing.js';
 import { InvalidArgumentError } from '../errors.js';
 import { lockKey } from '../keys.js';
 import type { LockClientEvents } from '../options.js';
@@ -25,6 +26,8 @@ const DEFAULT_RETRY_DELAY_MS = 200;
 const DEFAULT_SUBSCRIPTION_LINGER_MS = 5_000;
 /** How many times the lease must exceed the per-master timeout. */
 const LEASE_PER_TIMEOUT = 10;
+/** What a close waits for beyond two calls to each master, in milliseconds. */
+const CLOSE_GRACE_MS = 100;
 /** Fewer masters than this give no fault tolerance at all: one failure stops every lock. */
 const MIN_MASTERS = 3;
 
@@ -108,6 +111,7 @@ function checkMasters(masters: unknown): RedisConnection[] {
  */
 export class RedlockClient extends EventEmitter<LockClientEvents> {
   readonly #engines: readonly Engine[];
+  readonly #connections: readonly RedisConnection[];
   readonly #events: Events;
   readonly #keyPrefix: string;
   readonly #quorum: number;
@@ -128,6 +132,7 @@ export class RedlockClient extends EventEmitter<LockClientEvents> {
   constructor(masters: readonly LockRedisClient[], options?: RedlockClientOptions) {
     super();
     const connections = checkMasters(masters);
+    this.#connections = connections;
     const given = checkOptions('options', options, CLIENT_OPTIONS);
     this.#keyPrefix =
       given.keyPrefix === undefined ? '' : checkText('keyPrefix', given.keyPrefix, MAX_PREFIX_LENGTH, true);
@@ -193,6 +198,7 @@ export class RedlockClient extends EventEmitter<LockClientEvents> {
     return new RedlockLock(
       {
         engines: this.#engines,
+        ready: (index) => this.#connections[index]?.sendsAtOnce === true,
         events: this.#events,
         quorum: this.#quorum,
         watchdogTimeoutMs: this.#watchdogTimeoutMs,
@@ -217,7 +223,10 @@ export class RedlockClient extends EventEmitter<LockClientEvents> {
    * a {@link LockLostError} (reason `client-closed`). The clients you passed in stay open.
    */
   close(): Promise<void> {
-    this.#closing ??= Promise.all(this.#engines.map((engine) => engine.close())).then(() => {
+    // A master that is down may keep its engine's close waiting for a subscriber connection
+    // that never comes; everything else of a close is bounded by a call to each master.
+    const boundMs = 2 * this.#nodeTimeoutMs + CLOSE_GRACE_MS;
+    this.#closing ??= Promise.all(this.#engines.map((engine) => within(engine.close(), boundMs))).then(() => {
       this.#events.mute();
     });
     return this.#closing;

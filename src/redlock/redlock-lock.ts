@@ -25,6 +25,8 @@ const PROTOCOL = reentrantProtocol(false);
 /** What a {@link RedlockLock} needs from its client. @internal */
 export interface RedlockHost {
   readonly engines: readonly Engine[];
+  /** Whether master `index` is connected now. */
+  readonly ready: (index: number) => boolean;
   readonly events: Events;
   readonly quorum: number;
   readonly watchdogTimeoutMs: number;
@@ -215,6 +217,7 @@ export class RedlockLock {
       const delayMs = host.retryDelayMs * (0.5 + Math.random() * 0.5);
       await pause(
         host.engines,
+        host.ready,
         `lock "${this.name}"`,
         this.#target.channel,
         Math.min(remaining, delayMs),

@@ -3,7 +3,13 @@
  * a free loopback port, with the tests' connections to them. Servers a test killed or paused
  * are brought back (restarted empty, or resumed) by `heal()`, so the next test starts whole.
  */
-import { connectClient, connectNodeRedis, destroyClient, type LockConnection, type NodeRedis } from './clients.js';
+import {
+  connectClient,
+  connectNodeRedis,
+  destroyClient,
+  type LockConnection,
+  type NodeRedis,
+} from './clients.js';
 import { startRedis, type RedisInstance } from './redis-server.js';
 
 export interface Masters {
@@ -26,7 +32,9 @@ export interface Masters {
 
 export async function startMasters(count: number): Promise<Masters> {
   const servers = await Promise.all(Array.from({ length: count }, () => startRedis()));
-  const admin: NodeRedis[] = await Promise.all(servers.map((server) => connectNodeRedis({ url: server.url })));
+  const admin: NodeRedis[] = await Promise.all(
+    servers.map((server) => connectNodeRedis({ url: server.url })),
+  );
   const clients: LockConnection[] = [];
   const paused = new Set<number>();
   const killed = new Set<number>();
@@ -34,6 +42,10 @@ export async function startMasters(count: number): Promise<Masters> {
     const server = servers[index];
     if (server === undefined) throw new Error(`no master ${index}`);
     return server;
+  };
+  const resume = async (index: number): Promise<void> => {
+    paused.delete(index);
+    await at(index).resume();
   };
   return {
     servers,
@@ -50,16 +62,13 @@ export async function startMasters(count: number): Promise<Masters> {
       paused.add(index);
       await at(index).pause();
     },
-    async resume(index) {
-      paused.delete(index);
-      await at(index).resume();
-    },
+    resume,
     async kill(index) {
       killed.add(index);
       await at(index).kill('SIGKILL');
     },
     async heal() {
-      for (const index of [...paused]) await this.resume(index);
+      for (const index of [...paused]) await resume(index);
       for (const index of [...killed]) {
         killed.delete(index);
         await at(index).restart();
@@ -75,4 +84,19 @@ export async function startMasters(count: number): Promise<Masters> {
       await Promise.all(servers.map((server) => server.stop()));
     },
   };
+}
+
+/** Enter/exit log of critical sections: any overlap is a violation of mutual exclusion. */
+export class ExclusionLog {
+  #inside = 0;
+  overlaps = 0;
+  entries = 0;
+  enter(): void {
+    this.#inside += 1;
+    this.entries += 1;
+    if (this.#inside > 1) this.overlaps += 1;
+  }
+  exit(): void {
+    this.#inside -= 1;
+  }
 }

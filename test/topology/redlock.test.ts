@@ -14,26 +14,11 @@ import {
 } from '../../src/index.js';
 import { interceptCommands, type LockConnection } from '../support/clients.js';
 import { uniquePrefix } from '../support/keys.js';
-import { startMasters, type Masters } from '../support/masters.js';
+import { ExclusionLog, startMasters, type Masters } from '../support/masters.js';
 import { sleep, within } from '../support/wait.js';
 
 /** Short leases so renewal is exercised within a test; per-master timeouts far below them. */
 const OPTIONS = { watchdogTimeoutMs: 1_500, nodeTimeoutMs: 100, retryDelayMs: 100 } as const;
-
-/** Enter/exit log of critical sections: any overlap is a violation of mutual exclusion. */
-export class ExclusionLog {
-  #inside = 0;
-  overlaps = 0;
-  entries = 0;
-  enter(): void {
-    this.#inside += 1;
-    this.entries += 1;
-    if (this.#inside > 1) this.overlaps += 1;
-  }
-  exit(): void {
-    this.#inside -= 1;
-  }
-}
 
 describe.each([3, 5])('Redlock on %i masters', (count) => {
   let masters: Masters;
@@ -96,7 +81,10 @@ describe.each([3, 5])('Redlock on %i masters', (count) => {
     const lease = await a.lock('payout:3').acquire();
     expect(await b.lock('payout:3').tryAcquire()).toBeNull();
     const startedAt = performance.now();
-    const error: unknown = await b.lock('payout:3').acquire({ waitMs: 400 }).catch((e: unknown) => e);
+    const error: unknown = await b
+      .lock('payout:3')
+      .acquire({ waitMs: 400 })
+      .catch((e: unknown) => e);
     const tookMs = performance.now() - startedAt;
     expect(error).toBeInstanceOf(LockTimeoutError);
     expect(tookMs).toBeGreaterThanOrEqual(390);
@@ -165,7 +153,9 @@ describe.each([3, 5])('Redlock on %i masters', (count) => {
     const first = watched[0] as LockConnection;
     expect(() => new RedlockClient(watched.slice(0, 2))).toThrow(InvalidArgumentError);
     expect(() => new RedlockClient([first, first, ...watched.slice(1)])).toThrow(/distinct clients/);
-    expect(() => new RedlockClient([...watched.slice(1), {} as LockConnection])).toThrow(InvalidArgumentError);
+    expect(() => new RedlockClient([...watched.slice(1), {} as LockConnection])).toThrow(
+      InvalidArgumentError,
+    );
     expect(() => new RedlockClient('redis://x' as never)).toThrow(InvalidArgumentError);
     expect(() => new RedlockClient(watched, { nodeTimeoutMs: 0 })).toThrow(InvalidArgumentError);
     expect(() => new RedlockClient(watched, { watchdogTimeoutMs: 1_000, nodeTimeoutMs: 200 })).toThrow(

@@ -1,0 +1,162 @@
+/**
+ * Redlock under real faults of its masters (each a redis-server of its own):
+ * - a minority killed with SIGKILL: held leases stay held, new locks are granted, 0 overlaps;
+ * - a majority killed: every held lease is reported lost (signal aborted, `lockLost`) within its
+ *   validity, and acquires fail within their bound with a typed error;
+ * - a master frozen with SIGSTOP: locks are still granted and renewed, 0 overlaps, and after
+ *   SIGCONT the late replies it sends do not disturb anything.
+ * `npm test` runs one fault cycle each; LATCHKEY_CHAOS=full runs many.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LockError, LockLostError, type Lease, type LockLostEvent, RedlockClient } from '../../src/index.js';
+import { uniquePrefix } from '../support/keys.js';
+import { ExclusionLog, startMasters, type Masters } from '../support/masters.js';
+import { settle, sleep, within } from '../support/wait.js';
+import { scaled } from './scale.js';
+
+const LEASE_MS = 1_500;
+const NODE_TIMEOUT_MS = 100;
+const OPTIONS = { watchdogTimeoutMs: LEASE_MS, nodeTimeoutMs: NODE_TIMEOUT_MS, retryDelayMs: 100 } as const;
+/** Timer lateness allowed on a loaded two-core machine. */
+const SLACK_MS = 300;
+
+/** Two clients' workers contending for one lock; returns the exclusion log. */
+async function contend(
+  clients: readonly RedlockClient[],
+  name: string,
+  rounds: number,
+): Promise<ExclusionLog> {
+  const log = new ExclusionLog();
+  const worker = async (client: RedlockClient): Promise<void> => {
+    for (let i = 0; i < rounds; i += 1) {
+      await client.lock(name).withLock(
+        async () => {
+          log.enter();
+          await sleep(2);
+          log.exit();
+        },
+        { waitMs: 10_000 },
+      );
+    }
+  };
+  await within(Promise.all(clients.flatMap((client) => [worker(client), worker(client)])), 60_000, 'workers');
+  expect(log.entries).toBe(clients.length * 2 * rounds);
+  return log;
+}
+
+describe.each([3, 5])('Redlock faults on %i masters', (count) => {
+  let masters: Masters;
+  const clients: RedlockClient[] = [];
+  const minority = Math.floor((count - 1) / 2);
+  const open = async (prefix: string): Promise<RedlockClient> => {
+    const client = new RedlockClient(await masters.connect(), { ...OPTIONS, keyPrefix: prefix });
+    clients.push(client);
+    return client;
+  };
+
+  beforeAll(async () => {
+    masters = await startMasters(count);
+  });
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((client) => client.close()));
+    masters.closeClients();
+    await masters.heal();
+  });
+  afterAll(async () => {
+    await masters.stop();
+  });
+
+  it(`keeps working with ${minority} master(s) killed (kill -9), 0 overlaps`, async () => {
+    const cycles = scaled(1, 6);
+    let overlaps = 0;
+    for (let cycle = 0; cycle < cycles; cycle += 1) {
+      const prefix = uniquePrefix('redlock-kill');
+      const a = await open(prefix);
+      const b = await open(prefix);
+      const lost: LockLostEvent[] = [];
+      a.on('lockLost', (event) => lost.push(event));
+      const held = await a.lock('held').acquire();
+      // A different minority each cycle.
+      const victims = Array.from({ length: minority }, (_, i) => (cycle + i) % count);
+      for (const victim of victims) await masters.kill(victim);
+      overlaps += (await contend([a, b], 'ledger', scaled(8, 25))).overlaps;
+      await sleep(LEASE_MS * 1.5);
+      expect(held.signal.aborted).toBe(false);
+      expect(lost).toEqual([]);
+      await held.release();
+      await Promise.all([a.close(), b.close()]);
+      await masters.heal();
+    }
+    expect(overlaps).toBe(0);
+  });
+
+  it('reports held leases lost within their validity once a majority is killed, and acquires fail within their bound', async () => {
+    const prefix = uniquePrefix('redlock-majority');
+    const a = await open(prefix);
+    // Connected before the fault: a client cannot connect to a master that is down.
+    const b = await open(prefix);
+    const lost: { at: number; event: LockLostEvent }[] = [];
+    a.on('lockLost', (event) => lost.push({ at: performance.now(), event }));
+    const leases: Lease[] = await Promise.all(['p1', 'p2', 'p3'].map((name) => a.lock(name).acquire()));
+    const aborted = leases.map(
+      (lease) =>
+        new Promise<number>((resolve) => {
+          lease.signal.addEventListener('abort', () => resolve(performance.now()), { once: true });
+        }),
+    );
+    const majority = Math.floor(count / 2) + 1;
+    const killedAt = performance.now();
+    await Promise.all(Array.from({ length: majority }, (_, i) => masters.kill(i)));
+    const abortedAt = await within(Promise.all(aborted), LEASE_MS + 5_000, 'loss of the held leases');
+    for (const at of abortedAt) {
+      // Declared before the lease confirmed last could have run out on the survivors.
+      expect(at - killedAt).toBeLessThanOrEqual(LEASE_MS + SLACK_MS);
+    }
+    for (const lease of leases) {
+      expect(lease.signal.reason).toBeInstanceOf(LockLostError);
+      expect((lease.signal.reason as LockLostError).reason).toBe('expired');
+    }
+    expect(lost.map((entry) => entry.event.name).sort()).toEqual(['p1', 'p2', 'p3']);
+
+    const startedAt = performance.now();
+    const attempt = await settle(b.lock('p4').acquire({ waitMs: 500 }));
+    expect(attempt.error).toBeInstanceOf(LockError);
+    expect((attempt.error as LockError).code).toBe('REDIS_ERROR');
+    expect(attempt.at - startedAt).toBeLessThan(500 + 2 * NODE_TIMEOUT_MS + SLACK_MS);
+    const once = await settle(b.lock('p5').tryAcquire());
+    expect((once.error as LockError).code).toBe('REDIS_ERROR');
+    expect(once.at - attempt.at).toBeLessThan(2 * NODE_TIMEOUT_MS + SLACK_MS);
+    await expect(leases[0]?.release()).rejects.toBeInstanceOf(LockError);
+  });
+
+  it('keeps working while a master is frozen (SIGSTOP), and after SIGCONT, 0 overlaps', async () => {
+    const cycles = scaled(1, 5);
+    let overlaps = 0;
+    for (let cycle = 0; cycle < cycles; cycle += 1) {
+      const prefix = uniquePrefix('redlock-pause');
+      const a = await open(prefix);
+      const b = await open(prefix);
+      const lost: LockLostEvent[] = [];
+      a.on('lockLost', (event) => lost.push(event));
+      b.on('lockLost', (event) => lost.push(event));
+      const held = await a.lock('held').acquire();
+      const victim = cycle % count;
+      await masters.pause(victim);
+      try {
+        overlaps += (await contend([a, b], 'ledger', scaled(8, 20))).overlaps;
+        // Longer than a lease: the frozen master's hold lapses, the quorum keeps the lock.
+        await sleep(LEASE_MS * 1.5);
+        expect(held.signal.aborted).toBe(false);
+      } finally {
+        await masters.resume(victim);
+      }
+      // Its late replies (grants the clients gave up on) arrive now; work goes on unharmed.
+      overlaps += (await contend([a, b], 'ledger', scaled(8, 20))).overlaps;
+      expect(held.signal.aborted).toBe(false);
+      expect(lost).toEqual([]);
+      await held.release();
+      await Promise.all([a.close(), b.close()]);
+    }
+    expect(overlaps).toBe(0);
+  });
+});
