@@ -46,7 +46,7 @@ describe.each([3, 5])('Redlock on %i masters', (count) => {
     const lock = locks.lock('payout:1');
     const lease = await lock.acquire();
     for (const admin of masters.admin) {
-      const hash = (await admin.sendCommand(['HGETALL', lock.key])) as string[];
+      const hash = await admin.sendCommand<string[]>(['HGETALL', lock.key]);
       expect(hash).toHaveLength(2);
       expect(hash[1]).toBe('1');
       expect(Number(await admin.sendCommand(['PTTL', lock.key]))).toBeGreaterThan(0);
@@ -146,10 +146,10 @@ describe.each([3, 5])('Redlock on %i masters', (count) => {
     const sent: string[][] = [];
     const raw = await masters.connect();
     const watched = raw.map((client) =>
-      interceptCommands(client, (args) => {
+      interceptCommands<LockConnection>(client, (args) => {
         sent.push([...args]);
       }),
-    ) as LockConnection[];
+    );
     const first = watched[0] as LockConnection;
     expect(() => new RedlockClient(watched.slice(0, 2))).toThrow(InvalidArgumentError);
     expect(() => new RedlockClient([first, first, ...watched.slice(1)])).toThrow(/distinct clients/);
