@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'eventemitter3';
 import { Engine } from '../engine/engine.js';
@@ -121,6 +122,8 @@ export class RedlockClient extends EventEmitter<LockClientEvents> {
   /** Names this client in async contexts, for the re-entry check; never sent to Redis. */
   readonly #id = randomUUID();
   #closing: Promise<void> | undefined;
+  /** Aborted by close(): every waiting acquire listens to it. */
+  readonly #closed = new AbortController();
 
   /**
    * @param masters - at least 3 distinct connected standalone clients (node-redis or ioredis),
@@ -154,6 +157,8 @@ export class RedlockClient extends EventEmitter<LockClientEvents> {
         ? DEFAULT_SUBSCRIPTION_LINGER_MS
         : checkDuration('subscriptionLingerMs', given.subscriptionLingerMs, 0);
     this.#quorum = Math.floor(connections.length / 2) + 1;
+    // Every waiting acquire listens for the close.
+    setMaxListeners(0, this.#closed.signal);
     this.#events = new Events(this);
     this.#engines = connections.map((connection) => {
       // Each master's engine reports to an emitter of its own: a master's hold lost is not the
@@ -206,6 +211,7 @@ export class RedlockClient extends EventEmitter<LockClientEvents> {
         clientId: this.#id,
         checkLease: (leaseMs) => this.checkLease('leaseMs', leaseMs),
         assertOpen: () => this.#engines[0]?.assertOpen(),
+        closing: this.#closed.signal,
       },
       this.#keyPrefix,
       checked,
@@ -226,6 +232,7 @@ export class RedlockClient extends EventEmitter<LockClientEvents> {
     // A master that is down may keep its engine's close waiting for a subscriber connection
     // that never comes; everything else of a close is bounded by a call to each master.
     const boundMs = 2 * this.#nodeTimeoutMs + CLOSE_GRACE_MS;
+    this.#closed.abort();
     this.#closing ??= Promise.all(this.#engines.map((engine) => within(engine.close(), boundMs))).then(() => {
       this.#events.mute();
     });

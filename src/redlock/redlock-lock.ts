@@ -1,8 +1,10 @@
+import { setMaxListeners } from 'node:events';
 import type { Engine } from '../engine/engine.js';
 import type { Events } from '../engine/events.js';
 import type { Lease } from '../engine/lease.js';
 import type { Target } from '../engine/types.js';
 import {
+  ClientClosedError,
   InvalidArgumentError,
   LockError,
   LockLostError,
@@ -35,6 +37,8 @@ export interface RedlockHost {
   readonly clientId: string;
   checkLease(leaseMs: number): void;
   assertOpen(): void;
+  /** Aborts when the client closes. */
+  readonly closing: AbortSignal;
 }
 
 interface CheckedAcquire {
@@ -172,7 +176,25 @@ export class RedlockLock {
         `Lock "${this.name}" is not reentrant (Redlock) and is already held by this async context; taking it again would wait for itself`,
       );
     }
-    const { waitMs, leaseMs, signal } = checked;
+    const { waitMs, leaseMs } = checked;
+    // One signal for every master's calls and waits: the caller's abort or the client's close,
+    // whichever comes first (a close rejects the acquire with ClientClosedError at once).
+    const stop = new AbortController();
+    setMaxListeners(8 + 4 * host.engines.length, stop.signal);
+    const onAbort = (): void => stop.abort(checked.signal?.reason);
+    const onClose = (): void => stop.abort(new ClientClosedError());
+    checked.signal?.addEventListener('abort', onAbort, { once: true });
+    host.closing.addEventListener('abort', onClose, { once: true });
+    try {
+      return await this.#rounds(waitMs, leaseMs, stop.signal);
+    } finally {
+      checked.signal?.removeEventListener('abort', onAbort);
+      host.closing.removeEventListener('abort', onClose);
+    }
+  }
+
+  async #rounds(waitMs: number, leaseMs: number | undefined, signal: AbortSignal): Promise<Lease> {
+    const host = this.#host;
     const startedAt = performance.now();
     const deadline = startedAt + waitMs;
     const ttlMs = leaseMs ?? host.watchdogTimeoutMs;
@@ -186,8 +208,12 @@ export class RedlockLock {
         target: this.#target,
         events: host.events,
       });
+      if (outcome.won && signal.aborted) {
+        // Won as the caller gave up or the client closed: hand the lock straight back.
+        await outcome.lease.release().catch(() => undefined);
+      }
       host.assertOpen();
-      signal?.throwIfAborted();
+      signal.throwIfAborted();
       if (outcome.won) {
         if (host.events.listening('acquired')) {
           host.events.emit('acquired', {

@@ -6,6 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
+  ClientClosedError,
   InvalidArgumentError,
   LockError,
   LockReentryError,
@@ -125,6 +126,31 @@ describe.each([3, 5])('Redlock on %i masters', (count) => {
     const second = await waiting;
     expect(performance.now() - releasedAt).toBeLessThan(1_000);
     await second.release();
+  });
+
+  it('stops a waiting acquire at once on abort and on close, leaving no hold behind', async () => {
+    const prefix = uniquePrefix('redlock');
+    const a = await open({ keyPrefix: prefix });
+    const b = await open({ keyPrefix: prefix, retryDelayMs: 10_000 });
+    const lease = await a.lock('payout:7').acquire();
+    const controller = new AbortController();
+    const reason = new Error('caller gave up');
+    const aborted = b.lock('payout:7').acquire({ signal: controller.signal });
+    await sleep(200);
+    let at = performance.now();
+    controller.abort(reason);
+    await expect(aborted).rejects.toBe(reason);
+    expect(performance.now() - at).toBeLessThan(100);
+    const closing = b.lock('payout:7').acquire();
+    await sleep(200);
+    at = performance.now();
+    await b.close();
+    await expect(closing).rejects.toBeInstanceOf(ClientClosedError);
+    expect(performance.now() - at).toBeLessThan(2 * OPTIONS.nodeTimeoutMs + 200);
+    await lease.release();
+    for (const admin of masters.admin) {
+      expect(Number(await admin.sendCommand(['EXISTS', lease.key]))).toBe(0);
+    }
   });
 
   it('refuses re-entry from its own withLock, and releases on `await using`', async () => {
