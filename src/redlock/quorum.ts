@@ -27,6 +27,8 @@ export type RoundOutcome =
 export interface RoundSettings {
   /** The same lock on every master, in the order of the client's masters. */
   readonly locks: readonly Lock[];
+  /** Whether master `index` is connected now. */
+  readonly ready: (index: number) => boolean;
   readonly quorum: number;
   /** The lease each master sets: the fixed `leaseMs`, or the watchdog's timeout. */
   readonly ttlMs: number;
@@ -68,6 +70,13 @@ export function round(settings: RoundSettings): Promise<RoundOutcome> {
       }
     };
     locks.forEach((lock, index) => {
+      if (!settings.ready(index)) {
+        // A master whose connection is down is not asked: the request would only wait for the
+        // reconnect, time out, and leave a cancellation to retry against it.
+        settled += 1;
+        failure ??= new LockError('REDIS_ERROR', `Master ${index} is not connected`);
+        return;
+      }
       lock.tryAcquire({ waitMs: 0, leaseMs, signal }).then(
         (lease) => {
           settled += 1;
@@ -82,6 +91,8 @@ export function round(settings: RoundSettings): Promise<RoundOutcome> {
         },
       );
     });
+    // Every master was skipped: nothing will call decide() otherwise.
+    if (settled === locks.length) decide();
   });
 }
 

@@ -201,6 +201,7 @@ export class RedlockLock {
     for (;;) {
       const outcome: RoundOutcome = await round({
         locks: this.#locks,
+        ready: host.ready,
         quorum: host.quorum,
         ttlMs,
         leaseMs,
