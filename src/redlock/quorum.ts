@@ -17,8 +17,10 @@ export type RoundOutcome =
       readonly won: false;
       /** Masters that granted the lock during the round (all given back since). */
       readonly granted: number;
-      /** Masters that answered, granting or refusing; the others failed or timed out. */
+      /** Masters that answered by the decision, granting or refusing. */
       readonly answered: number;
+      /** Masters that failed by the decision (unreachable, timed out, not connected). */
+      readonly failed: number;
       /** The first failure of a master, for the error that says the quorum was unreachable. */
       readonly failure: unknown;
     };
@@ -41,7 +43,7 @@ export interface RoundSettings {
 
 /**
  * One Redlock round: asks every master for the lock at once (each call bounded by the masters'
- * command timeout), and decides as soon as a quorum granted it or every master answered. The
+ * command timeout), and decides as soon as a quorum granted it or can no longer be reached. The
  * round is won when a quorum granted it and time is left of the lease once the round's elapsed
  * time and the clock drift are taken off; otherwise everything granted is given back, on every
  * master at once, including grants that arrive after the decision.
@@ -58,7 +60,8 @@ export function round(settings: RoundSettings): Promise<RoundOutcome> {
     let decided = false;
     const decide = (): void => {
       if (decided) return;
-      if (group.size < quorum && settled < locks.length) return;
+      // Wait while a quorum is still possible and not yet there.
+      if (group.size < quorum && group.size + (locks.length - settled) >= quorum) return;
       decided = true;
       const validityMs = ttlMs - (performance.now() - sentAt) - driftMs(ttlMs);
       if (group.size >= quorum && validityMs > 0 && signal?.aborted !== true) {
@@ -66,7 +69,7 @@ export function round(settings: RoundSettings): Promise<RoundOutcome> {
       } else {
         const granted = group.size;
         group.fail();
-        resolve({ won: false, granted, answered, failure });
+        resolve({ won: false, granted, answered, failed: settled - answered, failure });
       }
     };
     locks.forEach((lock, index) => {

@@ -228,10 +228,11 @@ export class RedlockLock {
       }
       const remaining = deadline - performance.now();
       if (remaining <= 0) {
-        if (outcome.answered < host.quorum) {
+        // So many masters failed that no quorum could have answered.
+        if (outcome.failed > host.engines.length - host.quorum) {
           throw new LockError(
             'REDIS_ERROR',
-            `Could not reach a quorum of masters for lock "${this.name}": ${outcome.answered} of ${host.engines.length} answered, ${host.quorum} needed`,
+            `Could not reach a quorum of masters for lock "${this.name}": ${outcome.failed} of ${host.engines.length} failed, ${host.quorum} needed`,
             { cause: outcome.failure },
           );
         }
