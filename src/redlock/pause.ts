@@ -11,8 +11,8 @@ function anyMessage(what: string, channel: string): Condition<true> {
   return {
     what,
     channel,
-    // Every local waiter tries again: a round over the masters decides, not the message.
-    wakes: () => Number.POSITIVE_INFINITY,
+    // A message wakes the first local waiter on that master only: the fewer contenders start a
+    // round together, the rarer a split vote (two contenders on 3 or 5 masters never split).
     attempt: () => {
       tries += 1;
       return Promise.resolve(
