@@ -154,6 +154,10 @@ describe.each([3, 5])('Redlock faults on %i masters', (count) => {
         const lost: LockLostEvent[] = [];
         a.on('lockLost', (event) => lost.push(event));
         b.on('lockLost', (event) => lost.push(event));
+        let renewFailures = 0;
+        a.on('renewFailed', () => {
+          renewFailures += 1;
+        });
         const held = await a.lock('held').acquire();
         const victim = cycle % count;
         // The pause lands while both clients contend for the lock.
@@ -166,6 +170,8 @@ describe.each([3, 5])('Redlock faults on %i masters', (count) => {
           // Longer than a lease: the frozen master's hold lapses, the quorum keeps the lock.
           await sleep(LEASE_MS * 1.5);
           expect(held.signal.aborted).toBe(false);
+          // Renewal kept going to every master, the frozen one included (failing there).
+          expect(renewFailures).toBeGreaterThan(0);
         } finally {
           await masters.resume(victim);
         }
