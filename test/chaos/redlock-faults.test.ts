@@ -1,6 +1,7 @@
 /**
  * Redlock under real faults of its masters (each a redis-server of its own):
- * - a minority killed with SIGKILL: held leases stay held, new locks are granted, 0 overlaps;
+ * - a minority killed with SIGKILL: held leases stay held, new locks are granted, 0 overlaps,
+ *   within one process and between two worker processes (stamped by the monotonic clock);
  * - a majority killed: every held lease is reported lost (signal aborted, `lockLost`) within its
  *   validity, and acquires fail within their bound with a typed error;
  * - a master frozen with SIGSTOP: locks are still granted and renewed, 0 overlaps, and after
@@ -9,6 +10,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockError, LockLostError, type Lease, type LockLostEvent, RedlockClient } from '../../src/index.js';
+import { spawnWorker, type Worker, type WorkerMessage } from '../support/child.js';
 import { uniquePrefix } from '../support/keys.js';
 import { ExclusionLog, startMasters, type Masters } from '../support/masters.js';
 import { settle, sleep, within } from '../support/wait.js';
@@ -17,9 +19,31 @@ import { scaled } from './scale.js';
 const LEASE_MS = 1_500;
 const NODE_TIMEOUT_MS = 100;
 const OPTIONS = { watchdogTimeoutMs: LEASE_MS, nodeTimeoutMs: NODE_TIMEOUT_MS, retryDelayMs: 100 } as const;
+const WORKER = new URL('./fixtures/redlock-worker.ts', import.meta.url).pathname;
+/** Child processes start through tsx, which takes a while on a busy machine. */
+const STARTUP_MS = 60_000;
 const TEST_TIMEOUT_MS = scaled(30_000, 180_000);
 /** Timer lateness allowed on a loaded two-core machine. */
 const SLACK_MS = 300;
+
+/** Critical sections that began before an earlier one (of any process) had ended. */
+function crossOverlaps(sections: readonly (readonly [bigint, bigint])[]): number {
+  const sorted = [...sections].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
+  let count = 0;
+  let maxEnd = -1n;
+  for (const [start, end] of sorted) {
+    if (start < maxEnd) count += 1;
+    if (end > maxEnd) maxEnd = end;
+  }
+  return count;
+}
+
+function sectionsOf(done: WorkerMessage): [bigint, bigint][] {
+  if (done['type'] !== 'done') throw new Error(`a worker failed: ${String(done['message'])}`);
+  const raw = done['sections'];
+  if (!Array.isArray(raw)) throw new Error('a worker reported no sections');
+  return (raw as [string, string][]).map(([start, end]) => [BigInt(start), BigInt(end)]);
+}
 
 /** Two clients' workers contending for one lock; returns the exclusion log. */
 async function contend(
@@ -97,6 +121,44 @@ describe.each([3, 5])('Redlock faults on %i masters', (count) => {
       expect(overlaps).toBe(0);
     },
     TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'keeps two processes mutually exclusive while a minority of masters is killed under them',
+    async () => {
+      const prefix = uniquePrefix('redlock-procs');
+      const workers: Worker[] = [];
+      try {
+        for (let i = 0; i < 2; i += 1) {
+          workers.push(
+            spawnWorker(WORKER, {
+              MASTER_URLS: masters.servers.map((server) => server.url).join(','),
+              KEY_PREFIX: prefix,
+              LOCK_NAME: 'ledger',
+            }),
+          );
+        }
+        await Promise.all(workers.map((worker) => worker.next((msg) => msg['type'] === 'ready', STARTUP_MS)));
+        const durationMs = scaled(3_000, 20_000);
+        for (const worker of workers) worker.send({ type: 'loop', tasks: 2, durationMs, holdMs: 4 });
+        const finished = Promise.all(
+          workers.map((worker) =>
+            worker.next((msg) => msg['type'] === 'done' || msg['type'] === 'failed', durationMs + 30_000),
+          ),
+        );
+        // The minority goes down a third of the way in.
+        await sleep(durationMs / 3);
+        for (let i = 0; i < minority; i += 1) await masters.kill(i);
+        const reports = await finished;
+        const sections = reports.flatMap((report) => sectionsOf(report));
+        expect(sections.length).toBeGreaterThan(20);
+        expect(crossOverlaps(sections)).toBe(0);
+      } finally {
+        for (const worker of workers) worker.send({ type: 'exit' });
+        await Promise.race([Promise.all(workers.map((worker) => worker.exited)), sleep(5_000)]);
+      }
+    },
+    TEST_TIMEOUT_MS + STARTUP_MS,
   );
 
   it(
