@@ -94,8 +94,9 @@ export function round(settings: RoundSettings): Promise<RoundOutcome> {
         },
       );
     });
-    // Every master was skipped: nothing will call decide() otherwise.
-    if (settled === locks.length) decide();
+    // The masters skipped may already have put a quorum out of reach (or every master was
+    // skipped, and no reply will come to decide).
+    decide();
   });
 }
 

@@ -96,15 +96,28 @@ export class RedlockLock {
    *   {@link LockError} `REDIS_ERROR` when, at the end, fewer than a quorum of the masters could
    *   be reached; `signal.reason` when aborted; {@link LockReentryError} from inside its own
    *   `withLock`; {@link InvalidArgumentError} for bad options, before any Redis command.
+   * @example
+   * ```ts
+   * const lease = await locks.lock('payout:17').acquire({ waitMs: 5_000 });
+   * try {
+   *   await sendPayout(17, { signal: lease.signal });
+   * } finally {
+   *   await lease.release();
+   * }
+   * ```
    */
-  async acquire(options?: AcquireOptions): Promise<Lease> {
-    const lease = await this.#start(options, Number.POSITIVE_INFINITY);
-    return lease;
+  acquire(options?: AcquireOptions): Promise<Lease> {
+    return this.#start(options, Number.POSITIVE_INFINITY);
   }
 
   /**
    * Like `acquire`, but resolves `null` instead of throwing when the lock stays held for
    * `waitMs`, which defaults to 0 (one round).
+   * @example
+   * ```ts
+   * const lease = await locks.lock('report:daily').tryAcquire();
+   * if (lease === null) return 'another instance is on it';
+   * ```
    */
   async tryAcquire(options?: AcquireOptions): Promise<Lease | null> {
     try {
@@ -120,6 +133,10 @@ export class RedlockLock {
    *
    * @throws a {@link LockLostError} when the lock was lost while `fn` ran, with what `fn` threw
    *   as its `cause`; otherwise what `fn` throws, or what `acquire` throws.
+   * @example
+   * ```ts
+   * await locks.lock('payout:17').withLock((lease) => sendPayout(17, { signal: lease.signal }));
+   * ```
    */
   withLock<T>(fn: (lease: Lease) => T | PromiseLike<T>, options?: AcquireOptions): Promise<Awaited<T>> {
     if (typeof fn !== 'function') {
