@@ -2,6 +2,8 @@
  * Redlock under real faults of its masters (each a redis-server of its own):
  * - a minority killed with SIGKILL: held leases stay held, new locks are granted, 0 overlaps,
  *   within one process and between two worker processes (stamped by the monotonic clock);
+ * - the holder's own event loop blocked past its lease: it is told of the loss as soon as it
+ *   runs, before another client's acquire resolves;
  * - a majority killed: every held lease is reported lost (signal aborted, `lockLost`) within its
  *   validity, and acquires fail within their bound with a typed error;
  * - a master frozen with SIGSTOP: locks are still granted and renewed, 0 overlaps, and after
@@ -160,6 +162,34 @@ describe.each([3, 5])('Redlock faults on %i masters', (count) => {
     },
     TEST_TIMEOUT_MS + STARTUP_MS,
   );
+
+  it('tells a holder stalled past its lease of the loss as soon as it runs, before another client has the lock', async () => {
+    const prefix = uniquePrefix('redlock-stall');
+    const a = await open(prefix);
+    const b = await open(prefix);
+    const lease = await a.lock('stalled').acquire();
+    let lostAt = 0n;
+    lease.signal.addEventListener(
+      'abort',
+      () => {
+        lostAt = process.hrtime.bigint();
+      },
+      { once: true },
+    );
+    // The holder's event loop is blocked past its lease (a long GC pause, a CPU-bound task): no
+    // renewal goes out, and every master's key expires meanwhile.
+    const stallUntil = performance.now() + LEASE_MS + 300;
+    while (performance.now() < stallUntil) {
+      // Busy: nothing else in this process runs.
+    }
+    const taken = await b.lock('stalled').acquire({ waitMs: 5_000 });
+    const takenAt = process.hrtime.bigint();
+    expect(lostAt).toBeGreaterThan(0n);
+    expect(lostAt).toBeLessThan(takenAt);
+    expect(lease.signal.reason).toBeInstanceOf(LockLostError);
+    await expect(lease.release()).rejects.toBeInstanceOf(LockError);
+    await taken.release();
+  });
 
   it(
     'reports held leases lost within their validity once a majority is killed, and acquires fail within their bound',
