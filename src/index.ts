@@ -1,4 +1,7 @@
 export { LockClient } from './client.js';
+export { RedlockClient } from './redlock/redlock-client.js';
+export { RedlockLock } from './redlock/redlock-lock.js';
+export type { RedlockClientOptions } from './redlock/options.js';
 export { synchronized } from './synchronized.js';
 export type { SynchronizedClient, SynchronizedKind, SynchronizedOptions } from './synchronized.js';
 export { Lock } from './primitives/lock/lock.js';

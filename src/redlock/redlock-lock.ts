@@ -1,0 +1,275 @@
+import { setMaxListeners } from 'node:events';
+import type { Engine } from '../engine/engine.js';
+import type { Events } from '../engine/events.js';
+import type { Lease } from '../engine/lease.js';
+import type { Target } from '../engine/types.js';
+import {
+  ClientClosedError,
+  InvalidArgumentError,
+  LockError,
+  LockLostError,
+  LockReentryError,
+  LockTimeoutError,
+} from '../errors.js';
+import { lockKey, unlockChannel } from '../keys.js';
+import type { AcquireOptions } from '../options.js';
+import { currentContext, newOwnerId, runInContext, type OwnerContext } from '../owner.js';
+import { Lock } from '../primitives/lock/lock.js';
+import { reentrantProtocol } from '../primitives/lock/protocol.js';
+import { checkDuration, checkOptions, checkSignal, checkWait, describe } from '../validate.js';
+import { pause } from './pause.js';
+import { round, type RoundOutcome } from './quorum.js';
+
+const ACQUIRE_OPTIONS = ['waitMs', 'leaseMs', 'signal'] as const;
+/** The kind every master stores: Redisson's RLock, as {@link LockClient.lock} does. */
+const PROTOCOL = reentrantProtocol(false);
+
+/** What a {@link RedlockLock} needs from its client. @internal */
+export interface RedlockHost {
+  readonly engines: readonly Engine[];
+  /** Whether master `index` is connected now. */
+  readonly ready: (index: number) => boolean;
+  readonly events: Events;
+  readonly quorum: number;
+  readonly watchdogTimeoutMs: number;
+  readonly retryDelayMs: number;
+  /** Names the client in async contexts; never sent to Redis. */
+  readonly clientId: string;
+  checkLease(leaseMs: number): void;
+  assertOpen(): void;
+  /** Aborts when the client closes. */
+  readonly closing: AbortSignal;
+}
+
+interface CheckedAcquire {
+  readonly waitMs: number;
+  readonly leaseMs: number | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
+/**
+ * One lock over the masters of a {@link RedlockClient}: held while a quorum of them holds it.
+ * Get one from {@link RedlockClient.lock}. Not reentrant: taking it again from inside its own
+ * `withLock` callback throws {@link LockReentryError}, and two acquisitions from the same code
+ * outside one exclude each other.
+ *
+ * @example
+ * ```ts
+ * await using lease = await locks.lock('payout:17').acquire({ waitMs: 5_000 });
+ * await sendPayout(17, { signal: lease.signal });
+ * ```
+ */
+export class RedlockLock {
+  readonly #host: RedlockHost;
+  readonly #target: Target;
+  /** The same lock on each master, non-reentrant: every acquisition is an owner of its own. */
+  readonly #locks: readonly Lock[];
+
+  /** @internal Use {@link RedlockClient.lock}. */
+  constructor(host: RedlockHost, keyPrefix: string, name: string) {
+    this.#host = host;
+    this.#locks = host.engines.map((engine) => new Lock(engine, keyPrefix, name, false));
+    const key = lockKey(keyPrefix, name);
+    this.#target = { name, key, channel: unlockChannel(key), protocol: PROTOCOL };
+  }
+
+  /** The lock's name. */
+  get name(): string {
+    return this.#target.name;
+  }
+
+  /** The lock's Redis key on every master (`keyPrefix + name`). */
+  get key(): string {
+    return this.#target.key;
+  }
+
+  /** Always false: a Redlock lock is not reentrant. */
+  get reentrant(): boolean {
+    return false;
+  }
+
+  /**
+   * Takes the lock on a quorum of the masters, trying round after round for up to `waitMs`
+   * (default: forever).
+   *
+   * @throws {@link LockTimeoutError} when `waitMs` runs out with the lock held elsewhere; a
+   *   {@link LockError} `REDIS_ERROR` when, at the end, fewer than a quorum of the masters could
+   *   be reached; `signal.reason` when aborted; {@link LockReentryError} from inside its own
+   *   `withLock`; {@link InvalidArgumentError} for bad options, before any Redis command.
+   * @example
+   * ```ts
+   * const lease = await locks.lock('payout:17').acquire({ waitMs: 5_000 });
+   * try {
+   *   await sendPayout(17, { signal: lease.signal });
+   * } finally {
+   *   await lease.release();
+   * }
+   * ```
+   */
+  acquire(options?: AcquireOptions): Promise<Lease> {
+    return this.#start(options, Number.POSITIVE_INFINITY);
+  }
+
+  /**
+   * Like `acquire`, but resolves `null` instead of throwing when the lock stays held for
+   * `waitMs`, which defaults to 0 (one round).
+   * @example
+   * ```ts
+   * const lease = await locks.lock('report:daily').tryAcquire();
+   * if (lease === null) return 'another instance is on it';
+   * ```
+   */
+  async tryAcquire(options?: AcquireOptions): Promise<Lease | null> {
+    try {
+      return await this.#start(options, 0);
+    } catch (error) {
+      if (error instanceof LockTimeoutError) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Takes the lock, runs `fn` with it, and releases it however `fn` ends.
+   *
+   * @throws a {@link LockLostError} when the lock was lost while `fn` ran, with what `fn` threw
+   *   as its `cause`; otherwise what `fn` throws, or what `acquire` throws.
+   * @example
+   * ```ts
+   * await locks.lock('payout:17').withLock((lease) => sendPayout(17, { signal: lease.signal }));
+   * ```
+   */
+  withLock<T>(fn: (lease: Lease) => T | PromiseLike<T>, options?: AcquireOptions): Promise<Awaited<T>> {
+    if (typeof fn !== 'function') {
+      return Promise.reject(
+        new InvalidArgumentError(`Expected \`fn\` to be a function, got ${describe(fn)}`),
+      );
+    }
+    const parent = currentContext();
+    const inner: OwnerContext = {
+      ownerId: parent?.ownerId ?? newOwnerId(),
+      nonReentrant: new Set([...(parent?.nonReentrant ?? []), this.#contextKey()]),
+    };
+    return (async (): Promise<Awaited<T>> => {
+      const lease = await this.acquire(options);
+      let result: Awaited<T>;
+      try {
+        result = await runInContext(inner, async () => await fn(lease));
+      } catch (error) {
+        if (!lease.released) await lease.release().catch(() => undefined);
+        const lost: unknown = lease.signal.aborted ? lease.signal.reason : undefined;
+        if (lost instanceof LockLostError && error !== lost) {
+          throw new LockLostError(lost.message, lost.reason, { cause: error });
+        }
+        throw error;
+      }
+      if (lease.signal.aborted) throw lease.signal.reason;
+      if (!lease.released) await lease.release();
+      return result;
+    })();
+  }
+
+  #contextKey(): string {
+    return `${this.#host.clientId}\n${this.#target.key}`;
+  }
+
+  #check(options: AcquireOptions | undefined, defaultWaitMs: number): CheckedAcquire {
+    const given = checkOptions('options', options, ACQUIRE_OPTIONS);
+    const leaseMs = given.leaseMs === undefined ? undefined : checkDuration('leaseMs', given.leaseMs, 1);
+    if (leaseMs !== undefined) this.#host.checkLease(leaseMs);
+    return {
+      waitMs: given.waitMs === undefined ? defaultWaitMs : checkWait('waitMs', given.waitMs),
+      leaseMs,
+      signal: checkSignal('signal', given.signal),
+    };
+  }
+
+  async #start(options: AcquireOptions | undefined, defaultWaitMs: number): Promise<Lease> {
+    const checked = this.#check(options, defaultWaitMs);
+    const host = this.#host;
+    host.assertOpen();
+    checked.signal?.throwIfAborted();
+    if (currentContext()?.nonReentrant.has(this.#contextKey()) === true) {
+      throw new LockReentryError(
+        `Lock "${this.name}" is not reentrant (Redlock) and is already held by this async context; taking it again would wait for itself`,
+      );
+    }
+    const { waitMs, leaseMs } = checked;
+    // One signal for every master's calls and waits: the caller's abort or the client's close,
+    // whichever comes first (a close rejects the acquire with ClientClosedError at once).
+    const stop = new AbortController();
+    setMaxListeners(8 + 4 * host.engines.length, stop.signal);
+    const onAbort = (): void => stop.abort(checked.signal?.reason);
+    const onClose = (): void => stop.abort(new ClientClosedError());
+    checked.signal?.addEventListener('abort', onAbort, { once: true });
+    host.closing.addEventListener('abort', onClose, { once: true });
+    try {
+      return await this.#rounds(waitMs, leaseMs, stop.signal);
+    } finally {
+      checked.signal?.removeEventListener('abort', onAbort);
+      host.closing.removeEventListener('abort', onClose);
+    }
+  }
+
+  async #rounds(waitMs: number, leaseMs: number | undefined, signal: AbortSignal): Promise<Lease> {
+    const host = this.#host;
+    const startedAt = performance.now();
+    const deadline = startedAt + waitMs;
+    const ttlMs = leaseMs ?? host.watchdogTimeoutMs;
+    for (;;) {
+      const outcome: RoundOutcome = await round({
+        locks: this.#locks,
+        ready: host.ready,
+        quorum: host.quorum,
+        ttlMs,
+        leaseMs,
+        signal,
+        target: this.#target,
+        events: host.events,
+      });
+      if (outcome.won && signal.aborted) {
+        // Won as the caller gave up or the client closed: hand the lock straight back.
+        await outcome.lease.release().catch(() => undefined);
+      }
+      host.assertOpen();
+      signal.throwIfAborted();
+      if (outcome.won) {
+        if (host.events.listening('acquired')) {
+          host.events.emit('acquired', {
+            name: this.name,
+            key: this.key,
+            holdCount: 1,
+            waitedMs: performance.now() - startedAt,
+          });
+        }
+        return outcome.lease;
+      }
+      const remaining = deadline - performance.now();
+      if (remaining <= 0) {
+        // So many masters failed that no quorum could have answered.
+        if (outcome.failed > host.engines.length - host.quorum) {
+          throw new LockError(
+            'REDIS_ERROR',
+            `Could not reach a quorum of masters for lock "${this.name}": ${outcome.failed} of ${host.engines.length} failed, ${host.quorum} needed`,
+            { cause: outcome.failure },
+          );
+        }
+        throw new LockTimeoutError(`Timed out waiting for lock "${this.name}"`);
+      }
+      // After a split vote (this round took some masters, not a quorum) every contender sleeps a
+      // random while, so one of them goes first next time; the unlock messages of the masters it
+      // gave back would otherwise wake them all together again. With nothing taken, the lock is
+      // held elsewhere: an unlock message from any master ends the pause early.
+      const delayMs = host.retryDelayMs * (0.5 + Math.random() * 0.5);
+      await pause(
+        host.engines,
+        host.ready,
+        `lock "${this.name}"`,
+        this.#target.channel,
+        Math.min(remaining, delayMs),
+        outcome.granted === 0,
+        signal,
+      );
+      host.assertOpen();
+    }
+  }
+}
