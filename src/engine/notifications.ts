@@ -1,4 +1,8 @@
 import type { Subscriber } from '../redis/connection.js';
+import { within } from './timing.js';
+
+/** How long close() waits for a subscriber connection that is still being opened. */
+const CLOSE_WAIT_MS = 100;
 
 /**
  * Why a wait ended: `attempt` — something may have freed the lock (an unlock message, a hand-over,
@@ -308,13 +312,15 @@ export class Notifications {
     this.#channels.clear();
     const subscriber = this.#subscriber;
     this.#subscriber = undefined;
-    if (subscriber !== undefined) {
-      try {
-        (await subscriber).destroy();
-      } catch {
-        // It never connected; nothing to close.
-      }
-    }
+    if (subscriber === undefined) return;
+    const destroyed = subscriber.then(
+      (client) => client.destroy(),
+      // It never connected; nothing to close.
+      () => undefined,
+    );
+    // A connection still being opened (to a server that is down or frozen, say) is closed as
+    // soon as it opens; close() does not wait for it longer than a moment.
+    await within(destroyed, CLOSE_WAIT_MS);
   }
 
   #listenForGrants(): Promise<void> {
