@@ -44,7 +44,11 @@ const CLIENT_OPTIONS = [
   'subscriptionLingerMs',
   'longHoldWarningMs',
   'telemetry',
+  'syncReplicas',
 ] as const;
+const SYNC_REPLICAS_OPTIONS = ['count', 'timeoutMs'] as const;
+/** At most this many replicas can be asked to acknowledge a write. */
+const MAX_SYNC_REPLICAS = 100;
 const LOCK_OPTIONS = ['reentrant'] as const;
 
 const EXPECTED_CLIENT =
@@ -77,6 +81,32 @@ function clientProblemMessage(redis: unknown, found: ClientProblem): string {
     case 'unknown-version':
       return `${EXPECTED_CLIENT}; this ioredis client builds its commands in a way latchkey does not know (ioredis 5 and 6 are supported)`;
   }
+}
+
+/**
+ * `syncReplicas`: a whole `count` from 1 and a `timeoutMs` from 1 to a quarter of the watchdog's
+ * lease, so a renewal and its wait fit well within the third of the lease between renewals.
+ */
+function checkSyncReplicas(value: unknown, watchdogTimeoutMs: number): { count: number; timeoutMs: number } {
+  const given = checkOptions('syncReplicas', value, SYNC_REPLICAS_OPTIONS);
+  const { count, timeoutMs } = given;
+  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_SYNC_REPLICAS) {
+    throw new InvalidArgumentError(
+      `Expected \`syncReplicas.count\` to be a whole number of replicas from 1 to ${MAX_SYNC_REPLICAS}, got ${describe(count)}`,
+    );
+  }
+  const maxWaitMs = Math.floor(watchdogTimeoutMs / 4);
+  if (
+    typeof timeoutMs !== 'number' ||
+    !Number.isInteger(timeoutMs) ||
+    timeoutMs < 1 ||
+    timeoutMs > maxWaitMs
+  ) {
+    throw new InvalidArgumentError(
+      `Expected \`syncReplicas.timeoutMs\` to be a whole number of milliseconds from 1 to ${maxWaitMs} (a quarter of watchdogTimeoutMs), got ${describe(timeoutMs)}`,
+    );
+  }
+  return { count, timeoutMs };
 }
 
 function checkClient(redis: unknown): RedisConnection {
@@ -121,11 +151,16 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const given = checkOptions('options', options, CLIENT_OPTIONS);
     this.#keyPrefix =
       given.keyPrefix === undefined ? '' : checkText('keyPrefix', given.keyPrefix, MAX_PREFIX_LENGTH, true);
+    const watchdogTimeoutMs =
+      given.watchdogTimeoutMs === undefined
+        ? DEFAULT_WATCHDOG_TIMEOUT_MS
+        : checkDuration('watchdogTimeoutMs', given.watchdogTimeoutMs, 30);
     this.#engine = new Engine(client, this, {
-      watchdogTimeoutMs:
-        given.watchdogTimeoutMs === undefined
-          ? DEFAULT_WATCHDOG_TIMEOUT_MS
-          : checkDuration('watchdogTimeoutMs', given.watchdogTimeoutMs, 30),
+      watchdogTimeoutMs,
+      syncReplicas:
+        given.syncReplicas === undefined
+          ? undefined
+          : checkSyncReplicas(given.syncReplicas, watchdogTimeoutMs),
       commandTimeoutMs:
         given.commandTimeoutMs === undefined
           ? DEFAULT_COMMAND_TIMEOUT_MS

@@ -24,6 +24,7 @@ export {
   LockReentryError,
   LockTimeoutError,
   LockUpgradeError,
+  ReplicationError,
 } from './errors.js';
 export type { LockErrorCode, LockLostReason } from './errors.js';
 export type {
@@ -38,6 +39,7 @@ export type {
   LockLostEvent,
   LockOptions,
   PermitSemaphoreOptions,
+  SyncReplicasOptions,
   ReleasedEvent,
   RenewFailedEvent,
   SemaphoreOptions,

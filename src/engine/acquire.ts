@@ -1,4 +1,4 @@
-import { LockError, LockLostError } from '../errors.js';
+import { LockError, LockLostError, ReplicationError } from '../errors.js';
 import { requestKey } from '../keys.js';
 import { isTransient } from '../scripts/runner.js';
 import { redisError, type Calls } from './calls.js';
@@ -28,10 +28,25 @@ const QUEUE_TTL_MS = 60_000;
  */
 const ABORT_CLEANUP_GRACE_MS = 50;
 
-/** An attempt's outcome: a hold (and the kind's proof), or the PTTL of another owner's lock. */
+/**
+ * With `syncReplicas`, how long an acquire waits before it tries again after a grant too few
+ * replicas acknowledged (doubled each time, up to the maximum): the replicas are lagging or
+ * gone, so trying again at once would most likely fail the same way.
+ */
+const REPLICATION_RETRY_MIN_MS = 50;
+const REPLICATION_RETRY_MAX_MS = 1_000;
+
+/**
+ * An attempt's outcome: a hold (and the kind's proof), the PTTL of another owner's lock, or a
+ * grant that too few replicas acknowledged and that was rolled back.
+ */
 type Attempt =
-  | { readonly hold: Hold; readonly proof: string | undefined }
-  | { readonly hold?: undefined; readonly pttl: number };
+  | { readonly hold: Hold; readonly proof: string | undefined; readonly unreplicated?: undefined }
+  | { readonly hold?: undefined; readonly pttl: number; readonly unreplicated?: undefined }
+  | { readonly hold?: undefined; readonly unreplicated: ReplicationError; readonly rollback: Promise<void> };
+
+/** An attempt that ended with the lock held or busy (a rolled-back grant is retried first). */
+type Settled = Exclude<Attempt, { readonly unreplicated: ReplicationError }>;
 
 /** @internal */
 export interface AcquirerSettings {
@@ -136,7 +151,24 @@ export class Acquirer {
     this.#queue.begin(chain);
     /** An attempt the caller stopped waiting for: what it took must be given back. */
     let abandoned: Promise<unknown> | undefined;
-    const attempt = async (): Promise<Attempt> => {
+    // A grant too few replicas acknowledged was rolled back: try again while the wait allows.
+    const attempt = async (): Promise<Settled> => {
+      let backoffMs = REPLICATION_RETRY_MIN_MS;
+      for (;;) {
+        const outcome = await attemptOnce();
+        if (outcome.unreplicated === undefined) return outcome;
+        if (performance.now() + backoffMs >= deadline) {
+          // Nothing is held when the call rejects, as long as Redis answers the rollback in time.
+          await within(outcome.rollback, this.#calls.timeoutMs);
+          throw outcome.unreplicated;
+        }
+        const pause = new Promise<void>((resolve) => setTimeout(resolve, backoffMs).unref());
+        await (signal === undefined ? pause : abortable(pause, signal));
+        this.#settings.assertOpen();
+        backoffMs = Math.min(REPLICATION_RETRY_MAX_MS, backoffMs * 2);
+      }
+    };
+    const attemptOnce = async (): Promise<Attempt> => {
       const sent = this.#attempt(
         target,
         field,
@@ -317,8 +349,10 @@ export class Acquirer {
       if (ticket?.granted !== undefined) {
         const proof = ticket.proof;
         // A hand-over without the proof this kind's leases carry is confirmed below instead.
-        if (proof === undefined && target.protocol.needsProof) ticket.granted = undefined;
-        else if (ticket.takeGrant(performance.now()) && existing === undefined) {
+        // With syncReplicas, too: the confirming attempt waits for the replicas.
+        if ((proof === undefined && target.protocol.needsProof) || this.#calls.replication !== undefined) {
+          ticket.granted = undefined;
+        } else if (ticket.takeGrant(performance.now()) && existing === undefined) {
           const hold = new Hold(target, field, ttlMs, watchdog, chain);
           hold.count = 1;
           hold.extend(ticket.sentAt);
@@ -344,15 +378,16 @@ export class Acquirer {
       const protocol = target.protocol;
       const sentAt = performance.now();
       let reply: unknown;
+      let acknowledged: number;
       try {
-        reply = await this.#calls.idempotent(
+        ({ reply, acknowledged } = await this.#calls.synced(
           protocol.acquire(request, false),
           // A call with a deadline ends by it plus one command timeout, whatever Redis does.
           (attempt) => (Number.isFinite(deadline) ? performance.now() < deadline : attempt < 6),
           deadline + this.#calls.timeoutMs,
           // A repeated call may find the entry its first copy queued.
           () => protocol.acquire(request, true),
-        );
+        ));
       } catch (error) {
         if (isTransient(error)) {
           // The request may still have been applied. Refuse any late replay of it and undo it
@@ -372,7 +407,23 @@ export class Acquirer {
         this.#queue.tickets.settle(ticket, sentAt, outcome?.status === 'busy' ? outcome.pushed : undefined);
       }
       switch (outcome?.status) {
-        case 'held':
+        case 'held': {
+          const required = this.#calls.replication?.count ?? 0;
+          if (acknowledged < required) {
+            // Too few replicas have the grant: a failover now could hand the lock to another
+            // owner. Undo it (the request key also refuses any late copy) before this owner's
+            // next request on the lock, and report it to the wait loop.
+            const rollback = this.#cancelAcquire(request);
+            keepBusy(rollback);
+            return {
+              rollback,
+              unreplicated: new ReplicationError(
+                `Lock "${target.name}" was granted but only ${acknowledged} of the ${required} replicas required acknowledged it within ${this.#calls.replication?.timeoutMs ?? 0} ms: the grant was rolled back`,
+                acknowledged,
+                required,
+              ),
+            };
+          }
           if (hold.lost) {
             // Lost while this re-entry was in flight; the clean-up queued after it drops the field.
             throw hold.lostError ?? new LockLostError(`Lock "${target.name}" was lost`, 'not-owner');
@@ -382,6 +433,7 @@ export class Acquirer {
           if (existing === undefined) holds.add(hold);
           else holds.touched(hold);
           return { hold, proof: outcome.proof };
+        }
         case 'busy':
           return { pttl: outcome.pttl };
         case 'lost': {

@@ -77,7 +77,7 @@ export interface Subscriber {
  */
 export interface RedisConnection {
   /** For messages: which library the client is from. */
-  readonly library: 'node-redis' | 'ioredis';
+  readonly library: 'node-redis' | 'ioredis' | 'node-redis-sentinel';
   /**
    * Whether a command sent now is written out at once and never written again. When not, pass
    * `send` a signal: aborting it makes every command sent with it that was not written yet
@@ -91,6 +91,13 @@ export interface RedisConnection {
    * instead of being sent again.
    */
   send(args: string[], signal?: AbortSignal): Promise<unknown>;
+  /**
+   * Sends two commands back to back on one connection, the second written right behind the
+   * first without waiting for its reply (a write and the `WAIT` for it, which counts only the
+   * writes of its own connection). Optional: without it, two {@link RedisConnection.send} calls
+   * in a row do the same, which holds for a client with one connection.
+   */
+  sendPair?(first: string[], second: string[], signal?: AbortSignal): [Promise<unknown>, Promise<unknown>];
   /** Whether the user closed the client: it will not connect again. */
   readonly closed: boolean;
   /** Opens a connection of its own for subscriptions (the user's client is left as it is). */
