@@ -62,7 +62,7 @@ function clientProblemMessage(redis: unknown, found: ClientProblem): string {
       case 'cluster':
         return 'Redis Cluster clients are not supported yet: got a node-redis createCluster() client; pass a standalone client from createClient()';
       case 'sentinel':
-        return 'Redis Sentinel clients are not supported yet: got a node-redis createSentinel() client; pass a standalone client from createClient(), connected to the master';
+        return 'This node-redis Sentinel client lacks what latchkey uses (`use`, `subscribe`, `topology-change` events of node-redis 5): pass a createSentinel() client of the `redis` package, v5 or later';
       case 'not-open':
         return `${EXPECTED_CLIENT}; the node-redis client is not connected: call \`await client.connect()\` first`;
     }
@@ -70,8 +70,6 @@ function clientProblemMessage(redis: unknown, found: ClientProblem): string {
   switch (found.problem) {
     case 'cluster':
       return 'Redis Cluster clients are not supported yet: got an ioredis Cluster client; pass a standalone client from new Redis()';
-    case 'sentinel':
-      return 'Redis Sentinel clients are not supported yet: got an ioredis client with `sentinels`; pass a standalone client from new Redis(), connected to the master';
     case 'lazy':
       return `${EXPECTED_CLIENT}; the ioredis client is not connected (status "wait", from \`lazyConnect\`): call \`await redis.connect()\` first`;
     case 'closed':
@@ -138,12 +136,12 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly #keyPrefix: string;
 
   /**
-   * @param redis - a connected standalone client: node-redis (`createClient(...).connect()`, v5
-   *   or later) or ioredis (`new Redis(...)`, v5 or later; one still connecting is fine).
+   * @param redis - a connected client: node-redis (`createClient(...).connect()` or
+   *   `createSentinel(...).connect()`, v5 or later) or ioredis (`new Redis(...)`, with or without
+   *   `sentinels`, v5 or later; one still connecting is fine).
    * @param options - see {@link LockClientOptions}; all optional.
-   * @throws {@link InvalidArgumentError} for a value that is not such a client (a Cluster or
-   *   Sentinel client, a client not connected or closed) or an option that is unknown or out of
-   *   range.
+   * @throws {@link InvalidArgumentError} for a value that is not such a client (a Cluster
+   *   client, a client not connected or closed) or an option that is unknown or out of range.
    */
   constructor(redis: LockRedisClient, options?: LockClientOptions) {
     super();

@@ -40,8 +40,43 @@ export interface IoRedisClient {
   pipeline(): unknown;
 }
 
-/** The clients a {@link LockClient} accepts: node-redis or ioredis, standalone and connected. */
-export type LockRedisClient = NodeRedisClient | IoRedisClient;
+/**
+ * A node-redis Sentinel client: `createSentinel()` of the `redis` package, v5 or later,
+ * connected. The parts latchkey uses; it never closes the client.
+ */
+export interface NodeRedisSentinelClient {
+  sendCommand(
+    isReadonly: boolean | undefined,
+    args: string[],
+    options?: { abortSignal?: AbortSignal },
+  ): Promise<unknown>;
+  /** Runs `fn` on one master connection leased to it alone. */
+  use<T>(
+    fn: (client: {
+      sendCommand(
+        isReadonly: boolean | undefined,
+        args: string[],
+        options?: { abortSignal?: AbortSignal },
+      ): Promise<unknown>;
+    }) => Promise<T>,
+  ): Promise<T>;
+  subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
+  /** Its listener type allows Buffers (for buffer-mode listeners); latchkey's get strings. */
+  unsubscribe(
+    channel: string,
+    listener: (message: string | Buffer, channel: string | Buffer) => void,
+  ): Promise<unknown>;
+  getMasterNode(): unknown;
+  on(event: 'topology-change', listener: (event: { readonly type?: unknown }) => void): unknown;
+  off(event: 'topology-change', listener: (event: { readonly type?: unknown }) => void): unknown;
+  readonly isOpen?: boolean;
+}
+
+/**
+ * The clients a {@link LockClient} accepts: node-redis (standalone or Sentinel) or ioredis,
+ * connected.
+ */
+export type LockRedisClient = NodeRedisClient | NodeRedisSentinelClient | IoRedisClient;
 
 /** A listener of one channel: the message and the channel it came on. @internal */
 export type MessageListener = (message: string, channel: string) => void;

@@ -1,7 +1,7 @@
 /**
  * A replicated Redis for tests: one master, two replicas (`--replicaof`) and three sentinels
  * (`redis-server <conf> --sentinel`, quorum 2) on free loopback ports, in temp dirs, removed by
- * `stop()`. Sentinel's timings are short, so a killed master is replaced within about 1-3 s.
+ * `stop()`. Sentinel's timings are short, so a killed master is replaced within about 2-4 s (shorter detection flaps on a loaded machine).
  *
  * Faults are real: `killMaster()` is kill -9 of the current master's process; `pause()` is
  * SIGSTOP of a node. A killed node comes back (`revive`) as a replica of the current master.
@@ -18,8 +18,17 @@ export const MASTER_NAME = 'latchkey';
 const LOOPBACK = '127.0.0.1';
 
 /** How quickly sentinels see a dead master and how long one failover attempt may take. */
-const DOWN_AFTER_MS = 400;
-const FAILOVER_TIMEOUT_MS = 2_000;
+const DOWN_AFTER_MS = 1_000;
+const FAILOVER_TIMEOUT_MS = 3_000;
+
+/** Runs `action`, ignoring what it throws (destroying a client that never connected throws). */
+function quietly(action: () => unknown): void {
+  try {
+    action();
+  } catch {
+    // Nothing to clean up.
+  }
+}
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -89,7 +98,7 @@ export class Node {
         await client.close();
         return;
       } catch {
-        client.destroy();
+        quietly(() => client.destroy());
         if (Date.now() > deadline || this.#child !== child) {
           throw new Error(`redis-server on port ${this.port} did not start`);
         }
@@ -195,6 +204,7 @@ export async function startReplicated(): Promise<Replicated> {
           `sentinel down-after-milliseconds ${MASTER_NAME} ${DOWN_AFTER_MS}`,
           `sentinel failover-timeout ${MASTER_NAME} ${FAILOVER_TIMEOUT_MS}`,
           `sentinel parallel-syncs ${MASTER_NAME} 2`,
+          `logfile ${join(dir, 'sentinel.log')}`,
           '',
         ].join('\n'),
       );
@@ -230,7 +240,7 @@ export async function startReplicated(): Promise<Replicated> {
           } catch {
             // Not answering: not counted.
           } finally {
-            client.destroy();
+            quietly(() => client.destroy());
           }
         }),
     );
@@ -302,27 +312,30 @@ export async function roleOf(port: number): Promise<string | undefined> {
   } catch {
     return undefined;
   } finally {
-    client.destroy();
+    quietly(() => client.destroy());
   }
 }
 
 /** Waits until the master at `port` reports `count` replicas online and caught up. */
 export async function waitForReplicas(port: number, count: number, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  const client = createClient({ socket: { host: LOOPBACK, port, reconnectStrategy: false } });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    for (;;) {
+  let online = 0;
+  for (;;) {
+    const client = createClient({ socket: { host: LOOPBACK, port, reconnectStrategy: false } });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
       const info = await client.sendCommand<string>(['INFO', 'replication']);
-      const online = info.match(/^slave\d+:.*state=online/gm)?.length ?? 0;
+      online = info.match(/^slave\d+:.*state=online/gm)?.length ?? 0;
       if (online >= count && Number(await client.sendCommand(['WAIT', String(count), '100'])) >= count)
         return;
-      if (Date.now() > deadline)
-        throw new Error(`master on port ${port} has ${online} of ${count} replicas online`);
-      await delay(100);
+    } catch {
+      // Not answering yet: ask again.
+    } finally {
+      quietly(() => client.destroy());
     }
-  } finally {
-    client.destroy();
+    if (Date.now() > deadline)
+      throw new Error(`master on port ${port} has ${online} of ${count} replicas online`);
+    await delay(100);
   }
 }
