@@ -140,7 +140,14 @@ export interface Replicated {
    * kill -9 of the current master; resolves once the sentinels named another master and it
    * answers as one. Then the killed node is started again as its replica (it keeps no data).
    */
-  failover(options?: { readonly revive?: boolean }): Promise<{ readonly from: number; readonly to: number }>;
+  failover(options?: {
+    /** Start the killed node again as a replica once the new master is up (default true). */
+    readonly revive?: boolean;
+    /** Runs right after the kill, before the sentinels react (e.g. to resume paused replicas). */
+    readonly afterKill?: () => void;
+  }): Promise<{ readonly from: number; readonly to: number }>;
+  /** Starts every killed data node again as a replica of the master, and waits for them to sync. */
+  revive(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -275,6 +282,7 @@ export async function startReplicated(): Promise<Replicated> {
     async failover(options) {
       const from = await askSentinels();
       await byPort(from).kill();
+      options?.afterKill?.();
       const deadline = Date.now() + 30_000;
       let to = from;
       for (;;) {
@@ -287,11 +295,13 @@ export async function startReplicated(): Promise<Replicated> {
         }
         if (Date.now() > deadline) throw new Error(`no new master within 30 s after killing port ${from}`);
       }
-      if (options?.revive !== false) {
-        await byPort(from).start(to);
-        await waitForReplicas(to, nodes.filter((node) => node.running).length - 1);
-      }
+      if (options?.revive !== false) await replicated.revive();
       return { from, to };
+    },
+    async revive() {
+      const master = await askSentinels();
+      for (const node of nodes) if (!node.running) await node.start(master);
+      await waitForReplicas(master, nodes.length - 1);
     },
     async stop() {
       unregister();
