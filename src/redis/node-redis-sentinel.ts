@@ -6,6 +6,21 @@ import type {
   SubscriberEvents,
 } from './connection.js';
 
+/** A promise settled from outside; settling it again does nothing. */
+function settable(): {
+  readonly promise: Promise<unknown>;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+} {
+  let resolve!: (value: unknown) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<unknown>((res, rej) => {
+    resolve = res;
+    reject = (error: unknown) => rej(error instanceof Error ? error : new Error(String(error)));
+  });
+  return { promise, resolve, reject };
+}
+
 /** A listener subscribed as a string listener: node-redis gives it strings only. */
 type StringOrBufferListener = (message: string | Buffer, channel: string | Buffer) => void;
 
@@ -67,18 +82,26 @@ export class NodeRedisSentinelConnection implements RedisConnection {
    */
   sendPair(first: string[], second: string[], signal?: AbortSignal): [Promise<unknown>, Promise<unknown>] {
     const options = signal === undefined ? undefined : { abortSignal: signal };
-    let replies: [Promise<unknown>, Promise<unknown>] | undefined;
-    const leased = this.#client.use(async (client) => {
-      replies = [client.sendCommand(false, first, options), client.sendCommand(false, second, options)];
-      // Held until both replies are in, so no other command shares the connection meanwhile.
-      await Promise.allSettled(replies);
-    });
-    const nth = (index: 0 | 1): Promise<unknown> =>
-      leased.then(
-        () => (replies as [Promise<unknown>, Promise<unknown>])[index],
-        (error: unknown) => Promise.reject(error instanceof Error ? error : new Error(String(error))),
-      );
-    return [nth(0), nth(1)];
+    const first$ = settable();
+    const second$ = settable();
+    this.#client
+      .use(async (client) => {
+        const replies = [
+          client.sendCommand(false, first, options),
+          client.sendCommand(false, second, options),
+        ];
+        // Each reply is handed on as soon as it is in, not when the pair is done.
+        replies[0]?.then(first$.resolve, first$.reject);
+        replies[1]?.then(second$.resolve, second$.reject);
+        // The lease is held until both replies are in: no other command shares the connection.
+        await Promise.allSettled(replies);
+      })
+      .catch((error: unknown) => {
+        // No connection could be leased: neither command was sent.
+        first$.reject(error);
+        second$.reject(error);
+      });
+    return [first$.promise, second$.promise];
   }
 
   openSubscriber(events: SubscriberEvents): Promise<Subscriber> {
