@@ -16,8 +16,8 @@ type WaitKind = 'WAIT' | 'WAITAOF';
  * The command sent behind each write that grants (`syncReplicas`): `WAIT count timeout`, or
  * `WAITAOF 0 count timeout` when the master appends to an AOF, so the replicas' acknowledgement
  * means "fsynced" rather than "received". Which one is found out once per client with
- * `INFO persistence`; a server that refuses INFO, or does not know WAITAOF (before 7.2), gets
- * WAIT.
+ * `INFO persistence`; a server that refuses INFO, or refuses WAITAOF (before 7.2, or an ACL),
+ * gets WAIT.
  * @internal
  */
 export class Replication {
@@ -45,14 +45,13 @@ export class Replication {
 
   /**
    * The replicas that acknowledged, read from the wait command's reply (`WAIT`: a number;
-   * `WAITAOF`: `[local, replicas]`); 0 for a failure. A server that does not know WAITAOF turns
-   * this client to WAIT for good.
+   * `WAITAOF`: `[local, replicas]`); 0 for a failure. A server that refuses WAITAOF (unknown
+   * before 7.2, or not granted to an ACL user) turns this client to WAIT for good.
    */
   acknowledged(reply: unknown): number {
     if (reply instanceof Error) {
-      if (this.#kind === 'WAITAOF' && isServerReply(reply) && /unknown command/i.test(reply.message)) {
-        this.#kind = 'WAIT';
-      }
+      // Unknown before Redis 7.2, or not granted to an ACL user: WAIT it is, from now on.
+      if (this.#kind === 'WAITAOF' && isServerReply(reply)) this.#kind = 'WAIT';
       return 0;
     }
     const value = Array.isArray(reply) ? (reply[1] as unknown) : reply;
