@@ -3,6 +3,7 @@
  * write that grants, too few acknowledgements roll the grant back, and enough make the grant
  * readable on the replicas by the time acquire resolves.
  */
+import { Redis } from 'ioredis';
 import { createClient, type RedisClientType } from 'redis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -103,6 +104,32 @@ describe('syncReplicas', () => {
       'reply EVALSHA',
       'reply WAIT',
     ]);
+  });
+
+  it('with ioredis too: WAIT right behind each script, on its connection', async () => {
+    const redis = new Redis({ host: LOOPBACK, port: masterPort });
+    redis.on('error', () => undefined);
+    try {
+      const addr = await clientAddr({ sendCommand: (args) => redis.call(args[0] ?? '', ...args.slice(1)) });
+      const locks = locksOn(redis, { syncReplicas: { count: 2, timeoutMs: 500 } });
+      await (await locks.lock('warm').acquire()).release();
+      monitor = await monitorCommands(`redis://${LOOPBACK}:${masterPort}`);
+      const lease = await locks.lock('io').acquire();
+      await lease.release();
+      await monitor.waitFor((lines) => commandsFrom(lines, { clientAddr: addr }).length >= 4);
+      const sent = commandsFrom(monitor.lines, { clientAddr: addr }).map((command) =>
+        command.slice(0, 3).join(' '),
+      );
+      expect(sent).toEqual([
+        expect.stringMatching(/^EVALSHA /),
+        'WAIT 2 500',
+        expect.stringMatching(/^EVALSHA /),
+        'WAIT 2 500',
+      ]);
+    } finally {
+      await Promise.all(lockClients.splice(0).map((locks) => locks.close()));
+      redis.disconnect();
+    }
   });
 
   it('a grant acknowledged by all the replicas asked for is on them when acquire resolves', async () => {
