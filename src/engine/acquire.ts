@@ -5,6 +5,7 @@ import { redisError, type Calls } from './calls.js';
 import { chainId, type OperationChains } from './chains.js';
 import type { Events } from './events.js';
 import { Hold } from './hold.js';
+import { retryUnreplicated, type Unreplicated } from './replication.js';
 import type { Holds } from './holds.js';
 import type { Lease, LeaseFactory, LeaseHost } from './lease.js';
 import type { Notifications, Waiter } from './notifications.js';
@@ -29,24 +30,15 @@ const QUEUE_TTL_MS = 60_000;
 const ABORT_CLEANUP_GRACE_MS = 50;
 
 /**
- * With `syncReplicas`, how long an acquire waits before it tries again after a grant too few
- * replicas acknowledged (doubled each time, up to the maximum): the replicas are lagging or
- * gone, so trying again at once would most likely fail the same way.
+ * An attempt's outcome: a hold (and the kind's proof), the PTTL of another owner's lock, or
+ * (with `syncReplicas`) a grant too few replicas acknowledged, which was rolled back.
  */
-const REPLICATION_RETRY_MIN_MS = 50;
-const REPLICATION_RETRY_MAX_MS = 1_000;
+type Attempt = Settled | Unreplicated;
 
-/**
- * An attempt's outcome: a hold (and the kind's proof), the PTTL of another owner's lock, or a
- * grant that too few replicas acknowledged and that was rolled back.
- */
-type Attempt =
-  | { readonly hold: Hold; readonly proof: string | undefined; readonly unreplicated?: undefined }
-  | { readonly hold?: undefined; readonly pttl: number; readonly unreplicated?: undefined }
-  | { readonly hold?: undefined; readonly unreplicated: ReplicationError; readonly rollback: Promise<void> };
-
-/** An attempt that ended with the lock held or busy (a rolled-back grant is retried first). */
-type Settled = Exclude<Attempt, { readonly unreplicated: ReplicationError }>;
+/** An attempt that ended with the lock held or busy. */
+type Settled =
+  | { readonly hold: Hold; readonly proof: string | undefined }
+  | { readonly hold?: undefined; readonly pttl: number };
 
 /** @internal */
 export interface AcquirerSettings {
@@ -152,22 +144,8 @@ export class Acquirer {
     /** An attempt the caller stopped waiting for: what it took must be given back. */
     let abandoned: Promise<unknown> | undefined;
     // A grant too few replicas acknowledged was rolled back: try again while the wait allows.
-    const attempt = async (): Promise<Settled> => {
-      let backoffMs = REPLICATION_RETRY_MIN_MS;
-      for (;;) {
-        const outcome = await attemptOnce();
-        if (outcome.unreplicated === undefined) return outcome;
-        if (performance.now() + backoffMs >= deadline) {
-          // Nothing is held when the call rejects, as long as Redis answers the rollback in time.
-          await within(outcome.rollback, this.#calls.timeoutMs);
-          throw outcome.unreplicated;
-        }
-        const pause = new Promise<void>((resolve) => setTimeout(resolve, backoffMs).unref());
-        await (signal === undefined ? pause : abortable(pause, signal));
-        this.#settings.assertOpen();
-        backoffMs = Math.min(REPLICATION_RETRY_MAX_MS, backoffMs * 2);
-      }
-    };
+    const attempt = (): Promise<Settled> =>
+      retryUnreplicated(attemptOnce, deadline, signal, this.#settings.assertOpen, this.#calls.timeoutMs);
     const attemptOnce = async (): Promise<Attempt> => {
       const sent = this.#attempt(
         target,
@@ -185,7 +163,8 @@ export class Acquirer {
       } catch (error) {
         if (signal.aborted && error === signal.reason) {
           abandoned = sent.then(
-            (outcome) => (outcome.hold === undefined ? undefined : this.#holds.release(outcome.hold)),
+            (outcome) =>
+              'hold' in outcome && outcome.hold !== undefined ? this.#holds.release(outcome.hold) : undefined,
             () => undefined,
           );
           abandoned.catch(() => undefined);

@@ -1,5 +1,51 @@
+import type { ReplicationError } from '../errors.js';
 import { isServerReply } from '../redis/replies.js';
 import type { ScriptRunner } from '../scripts/runner.js';
+import { abortable, within } from './timing.js';
+
+/**
+ * How long an acquire waits before it tries again after a grant too few replicas acknowledged
+ * (doubled each time, up to the maximum): the replicas are lagging or gone, so trying again at
+ * once would most likely fail the same way.
+ */
+const RETRY_MIN_MS = 50;
+const RETRY_MAX_MS = 1_000;
+
+/** A grant too few replicas acknowledged, and the rollback under way. @internal */
+export interface Unreplicated {
+  readonly unreplicated: ReplicationError;
+  readonly rollback: Promise<void>;
+}
+
+/**
+ * Runs `once` again, with backoff, while it reports a grant that was rolled back for too few
+ * acknowledgements and the deadline (monotonic ms) leaves room; after that rejects with the
+ * last ReplicationError, once its rollback is done (or `rollbackWaitMs` passed). Rejects with
+ * `signal.reason` on abort, at once.
+ * @internal
+ */
+export async function retryUnreplicated<T extends object>(
+  once: () => Promise<T | Unreplicated>,
+  deadline: number,
+  signal: AbortSignal | undefined,
+  assertOpen: () => void,
+  rollbackWaitMs: number,
+): Promise<T> {
+  let backoffMs = RETRY_MIN_MS;
+  for (;;) {
+    const outcome = await once();
+    if (!('unreplicated' in outcome)) return outcome;
+    if (performance.now() + backoffMs >= deadline) {
+      // Nothing is held when the call rejects, as long as Redis answers the rollback in time.
+      await within(outcome.rollback, rollbackWaitMs);
+      throw outcome.unreplicated;
+    }
+    const pause = new Promise<void>((resolve) => setTimeout(resolve, backoffMs).unref());
+    await (signal === undefined ? pause : abortable(pause, signal));
+    assertOpen();
+    backoffMs = Math.min(RETRY_MAX_MS, backoffMs * 2);
+  }
+}
 
 /** `syncReplicas` as validated by the client. @internal */
 export interface ReplicationSettings {

@@ -32,7 +32,10 @@ describe('syncReplicas', () => {
     return client;
   }
 
-  function locksOn(redis: RedisClientType, options: LockClientOptions): LockClient {
+  function locksOn(
+    redis: ConstructorParameters<typeof LockClient>[0],
+    options: LockClientOptions,
+  ): LockClient {
     const locks = new LockClient(redis, { keyPrefix: `sync:${lockClients.length}:`, ...options });
     locks.on('error', () => undefined);
     lockClients.push(locks);
@@ -224,7 +227,13 @@ describe('syncReplicas', () => {
       monitor = await monitorCommands(`redis://${LOOPBACK}:${masterPort}`);
       const lease = await locks.lock('aof').acquire({ waitMs: 3_000 });
       await lease.release();
-      await monitor.waitFor((lines) => commandsFrom(lines, { clientAddr: addr }).length >= 6);
+      // Both waits (the acquire's that went through, the release's) are in.
+      await monitor.waitFor(
+        (lines) =>
+          commandsFrom(lines, { clientAddr: addr }).filter(
+            (command) => command[0]?.startsWith('WAIT') === true,
+          ).length >= 2,
+      );
       const sent = commandsFrom(monitor.lines, { clientAddr: addr }).map((command) =>
         command[0] === 'EVALSHA' || command[0] === 'EVAL' ? 'script' : command.join(' '),
       );
