@@ -70,6 +70,8 @@ export interface NodeRedisSentinelClient {
   on(event: 'topology-change', listener: (event: { readonly type?: unknown }) => void): unknown;
   off(event: 'topology-change', listener: (event: { readonly type?: unknown }) => void): unknown;
   readonly isOpen?: boolean;
+  /** Connected to the master and ready. */
+  readonly isReady?: boolean;
 }
 
 /**
@@ -119,6 +121,11 @@ export interface RedisConnection {
    * reject and never reach the server.
    */
   readonly sendsAtOnce: boolean;
+  /**
+   * Whether the client is connected and ready, for messages; when absent, `sendsAtOnce` says it
+   * (an adapter that never sends at once, as through a connection pool, tells it apart).
+   */
+  readonly connected?: boolean;
   /**
    * Sends one command; the reply as the library gives it (see `plainReply` in replies.ts for the
    * form the engine reads). A command is written to the server at most once: one whose

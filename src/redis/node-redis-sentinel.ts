@@ -69,6 +69,10 @@ export class NodeRedisSentinelConnection implements RedisConnection {
     return false;
   }
 
+  get connected(): boolean {
+    return this.#client.isReady === true;
+  }
+
   send(args: string[], signal?: AbortSignal): Promise<unknown> {
     return signal === undefined
       ? this.#client.sendCommand(false, args)

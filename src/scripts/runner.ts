@@ -132,6 +132,11 @@ export class ScriptRunner {
   #abort: AbortController | undefined;
   #abortUntil = 0;
 
+  /** Whether the client is connected, as a timeout's message says. */
+  get #connected(): boolean {
+    return this.#connection.connected ?? this.#connection.sendsAtOnce;
+  }
+
   /** Whether the user closed the client the runner sends through. */
   get connectionClosed(): boolean {
     return this.#connection.closed;
@@ -251,7 +256,7 @@ export class ScriptRunner {
       const entry = timeouts.add(now + timeoutMs, () => {
         settled = true;
         abort?.abort();
-        reject(new CommandTimeoutError(timeoutMs, this.#connection.sendsAtOnce));
+        reject(new CommandTimeoutError(timeoutMs, this.#connected));
       });
       reply.then(
         (value) => {
@@ -266,7 +271,7 @@ export class ScriptRunner {
           timeouts.remove(entry);
           // Withdrawn, unwritten, with a command of the same moment that timed out: say why.
           if (abort?.signal.aborted === true) {
-            reject(new CommandTimeoutError(performance.now() - now, this.#connection.sendsAtOnce));
+            reject(new CommandTimeoutError(performance.now() - now, this.#connected));
             return;
           }
           reject(error instanceof Error ? error : new Error(String(error)));
