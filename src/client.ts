@@ -44,7 +44,11 @@ const CLIENT_OPTIONS = [
   'subscriptionLingerMs',
   'longHoldWarningMs',
   'telemetry',
+  'syncReplicas',
 ] as const;
+const SYNC_REPLICAS_OPTIONS = ['count', 'timeoutMs'] as const;
+/** At most this many replicas can be asked to acknowledge a write. */
+const MAX_SYNC_REPLICAS = 100;
 const LOCK_OPTIONS = ['reentrant'] as const;
 
 const EXPECTED_CLIENT =
@@ -58,7 +62,7 @@ function clientProblemMessage(redis: unknown, found: ClientProblem): string {
       case 'cluster':
         return 'Redis Cluster clients are not supported yet: got a node-redis createCluster() client; pass a standalone client from createClient()';
       case 'sentinel':
-        return 'Redis Sentinel clients are not supported yet: got a node-redis createSentinel() client; pass a standalone client from createClient(), connected to the master';
+        return 'This node-redis Sentinel client lacks what latchkey uses (`use`, `subscribe`, `topology-change` events of node-redis 5): pass a createSentinel() client of the `redis` package, v5 or later';
       case 'not-open':
         return `${EXPECTED_CLIENT}; the node-redis client is not connected: call \`await client.connect()\` first`;
     }
@@ -66,8 +70,6 @@ function clientProblemMessage(redis: unknown, found: ClientProblem): string {
   switch (found.problem) {
     case 'cluster':
       return 'Redis Cluster clients are not supported yet: got an ioredis Cluster client; pass a standalone client from new Redis()';
-    case 'sentinel':
-      return 'Redis Sentinel clients are not supported yet: got an ioredis client with `sentinels`; pass a standalone client from new Redis(), connected to the master';
     case 'lazy':
       return `${EXPECTED_CLIENT}; the ioredis client is not connected (status "wait", from \`lazyConnect\`): call \`await redis.connect()\` first`;
     case 'closed':
@@ -77,6 +79,32 @@ function clientProblemMessage(redis: unknown, found: ClientProblem): string {
     case 'unknown-version':
       return `${EXPECTED_CLIENT}; this ioredis client builds its commands in a way latchkey does not know (ioredis 5 and 6 are supported)`;
   }
+}
+
+/**
+ * `syncReplicas`: a whole `count` from 1 and a `timeoutMs` from 1 to a quarter of the watchdog's
+ * lease, so a renewal and its wait fit well within the third of the lease between renewals.
+ */
+function checkSyncReplicas(value: unknown, watchdogTimeoutMs: number): { count: number; timeoutMs: number } {
+  const given = checkOptions('syncReplicas', value, SYNC_REPLICAS_OPTIONS);
+  const { count, timeoutMs } = given;
+  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_SYNC_REPLICAS) {
+    throw new InvalidArgumentError(
+      `Expected \`syncReplicas.count\` to be a whole number of replicas from 1 to ${MAX_SYNC_REPLICAS}, got ${describe(count)}`,
+    );
+  }
+  const maxWaitMs = Math.floor(watchdogTimeoutMs / 4);
+  if (
+    typeof timeoutMs !== 'number' ||
+    !Number.isInteger(timeoutMs) ||
+    timeoutMs < 1 ||
+    timeoutMs > maxWaitMs
+  ) {
+    throw new InvalidArgumentError(
+      `Expected \`syncReplicas.timeoutMs\` to be a whole number of milliseconds from 1 to ${maxWaitMs} (a quarter of watchdogTimeoutMs), got ${describe(timeoutMs)}`,
+    );
+  }
+  return { count, timeoutMs };
 }
 
 function checkClient(redis: unknown): RedisConnection {
@@ -108,12 +136,12 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly #keyPrefix: string;
 
   /**
-   * @param redis - a connected standalone client: node-redis (`createClient(...).connect()`, v5
-   *   or later) or ioredis (`new Redis(...)`, v5 or later; one still connecting is fine).
+   * @param redis - a connected client: node-redis (`createClient(...).connect()` or
+   *   `createSentinel(...).connect()`, v5 or later) or ioredis (`new Redis(...)`, with or without
+   *   `sentinels`, v5 or later; one still connecting is fine).
    * @param options - see {@link LockClientOptions}; all optional.
-   * @throws {@link InvalidArgumentError} for a value that is not such a client (a Cluster or
-   *   Sentinel client, a client not connected or closed) or an option that is unknown or out of
-   *   range.
+   * @throws {@link InvalidArgumentError} for a value that is not such a client (a Cluster
+   *   client, a client not connected or closed) or an option that is unknown or out of range.
    */
   constructor(redis: LockRedisClient, options?: LockClientOptions) {
     super();
@@ -121,11 +149,16 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const given = checkOptions('options', options, CLIENT_OPTIONS);
     this.#keyPrefix =
       given.keyPrefix === undefined ? '' : checkText('keyPrefix', given.keyPrefix, MAX_PREFIX_LENGTH, true);
+    const watchdogTimeoutMs =
+      given.watchdogTimeoutMs === undefined
+        ? DEFAULT_WATCHDOG_TIMEOUT_MS
+        : checkDuration('watchdogTimeoutMs', given.watchdogTimeoutMs, 30);
     this.#engine = new Engine(client, this, {
-      watchdogTimeoutMs:
-        given.watchdogTimeoutMs === undefined
-          ? DEFAULT_WATCHDOG_TIMEOUT_MS
-          : checkDuration('watchdogTimeoutMs', given.watchdogTimeoutMs, 30),
+      watchdogTimeoutMs,
+      syncReplicas:
+        given.syncReplicas === undefined
+          ? undefined
+          : checkSyncReplicas(given.syncReplicas, watchdogTimeoutMs),
       commandTimeoutMs:
         given.commandTimeoutMs === undefined
           ? DEFAULT_COMMAND_TIMEOUT_MS

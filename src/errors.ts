@@ -12,6 +12,8 @@
  * - `REDIS_ERROR`: Redis could not be reached or answered with an error; `cause` has the details.
  * - `UNSUPPORTED_SERVER`: the Redis server is older than latchkey needs (6.0.6); every acquire
  *   of the client rejects with it.
+ * - `NOT_REPLICATED`: with `syncReplicas`, too few replicas acknowledged a grant within its
+ *   `timeoutMs`; the grant was rolled back (see {@link ReplicationError}).
  */
 export type LockErrorCode =
   | 'INVALID_ARGUMENT'
@@ -22,7 +24,8 @@ export type LockErrorCode =
   | 'UPGRADE_REJECTED'
   | 'CLIENT_CLOSED'
   | 'REDIS_ERROR'
-  | 'UNSUPPORTED_SERVER';
+  | 'UNSUPPORTED_SERVER'
+  | 'NOT_REPLICATED';
 
 /**
  * Base class of every error latchkey throws. Messages name the lock, never its owner token.
@@ -120,5 +123,25 @@ export class LockUpgradeError extends LockError {
   override readonly name = 'LockUpgradeError';
   constructor(message: string) {
     super('UPGRADE_REJECTED', message);
+  }
+}
+
+/**
+ * With `syncReplicas`, fewer replicas than `count` acknowledged a write within `timeoutMs`
+ * (`WAIT`, or `WAITAOF` when the master's AOF is on). From an acquire: the grant was rolled back
+ * and the acquire ran out of time to try again, so nothing is held. From the `error` event: a
+ * release or hand-over that was applied on the master but not confirmed on enough replicas.
+ * Code `NOT_REPLICATED`.
+ */
+export class ReplicationError extends LockError {
+  override readonly name = 'ReplicationError';
+  /** Replicas that acknowledged the write in time. */
+  readonly acknowledged: number;
+  /** Replicas that had to (`syncReplicas.count`). */
+  readonly required: number;
+  constructor(message: string, acknowledged: number, required: number) {
+    super('NOT_REPLICATED', message);
+    this.acknowledged = acknowledged;
+    this.required = required;
   }
 }

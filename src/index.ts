@@ -27,6 +27,7 @@ export {
   LockReentryError,
   LockTimeoutError,
   LockUpgradeError,
+  ReplicationError,
 } from './errors.js';
 export type { LockErrorCode, LockLostReason } from './errors.js';
 export type {
@@ -41,6 +42,7 @@ export type {
   LockLostEvent,
   LockOptions,
   PermitSemaphoreOptions,
+  SyncReplicasOptions,
   ReleasedEvent,
   RenewFailedEvent,
   SemaphoreOptions,

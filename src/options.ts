@@ -53,6 +53,31 @@ export interface LockClientOptions {
    * @defaultValue true
    */
   readonly telemetry?: boolean;
+  /**
+   * Make every write that grants a lock wait for `count` replicas to acknowledge it (`WAIT`, or
+   * `WAITAOF` when the master's AOF is on), sent right behind the write on the same connection.
+   * A grant acknowledged by fewer replicas within `timeoutMs` is rolled back and tried again
+   * within the acquire's wait, else the acquire rejects with a `ReplicationError`. This makes
+   * losing a grant in a failover unlikely, not impossible: WAIT is not consensus (see the
+   * README's "Synchronous replicas"). Off by default.
+   *
+   * @example
+   * ```ts
+   * const locks = new LockClient(sentinel, { syncReplicas: { count: 1, timeoutMs: 200 } });
+   * ```
+   */
+  readonly syncReplicas?: SyncReplicasOptions;
+}
+
+/** See {@link LockClientOptions.syncReplicas}. */
+export interface SyncReplicasOptions {
+  /** How many replicas must acknowledge each grant. A whole number from 1 to 100. */
+  readonly count: number;
+  /**
+   * How long, in milliseconds, to wait for them. A whole number from 1 to a quarter of
+   * `watchdogTimeoutMs`, so a renewal and its wait fit well within a third of the lease.
+   */
+  readonly timeoutMs: number;
 }
 
 /** Options of {@link LockClient.lock}. */

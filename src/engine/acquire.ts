@@ -1,10 +1,11 @@
-import { LockError, LockLostError } from '../errors.js';
+import { LockError, LockLostError, ReplicationError } from '../errors.js';
 import { requestKey } from '../keys.js';
 import { isTransient } from '../scripts/runner.js';
 import { redisError, type Calls } from './calls.js';
 import { chainId, type OperationChains } from './chains.js';
 import type { Events } from './events.js';
 import { Hold } from './hold.js';
+import { retryUnreplicated, type Unreplicated } from './replication.js';
 import type { Holds } from './holds.js';
 import type { Lease, LeaseFactory, LeaseHost } from './lease.js';
 import type { Notifications, Waiter } from './notifications.js';
@@ -28,8 +29,14 @@ const QUEUE_TTL_MS = 60_000;
  */
 const ABORT_CLEANUP_GRACE_MS = 50;
 
-/** An attempt's outcome: a hold (and the kind's proof), or the PTTL of another owner's lock. */
-type Attempt =
+/**
+ * An attempt's outcome: a hold (and the kind's proof), the PTTL of another owner's lock, or
+ * (with `syncReplicas`) a grant too few replicas acknowledged, which was rolled back.
+ */
+type Attempt = Settled | Unreplicated;
+
+/** An attempt that ended with the lock held or busy. */
+type Settled =
   | { readonly hold: Hold; readonly proof: string | undefined }
   | { readonly hold?: undefined; readonly pttl: number };
 
@@ -136,7 +143,10 @@ export class Acquirer {
     this.#queue.begin(chain);
     /** An attempt the caller stopped waiting for: what it took must be given back. */
     let abandoned: Promise<unknown> | undefined;
-    const attempt = async (): Promise<Attempt> => {
+    // A grant too few replicas acknowledged was rolled back: try again while the wait allows.
+    const attempt = (): Promise<Settled> =>
+      retryUnreplicated(attemptOnce, deadline, signal, this.#settings.assertOpen, this.#calls.timeoutMs);
+    const attemptOnce = async (): Promise<Attempt> => {
       const sent = this.#attempt(
         target,
         field,
@@ -153,7 +163,8 @@ export class Acquirer {
       } catch (error) {
         if (signal.aborted && error === signal.reason) {
           abandoned = sent.then(
-            (outcome) => (outcome.hold === undefined ? undefined : this.#holds.release(outcome.hold)),
+            (outcome) =>
+              'hold' in outcome && outcome.hold !== undefined ? this.#holds.release(outcome.hold) : undefined,
             () => undefined,
           );
           abandoned.catch(() => undefined);
@@ -317,8 +328,10 @@ export class Acquirer {
       if (ticket?.granted !== undefined) {
         const proof = ticket.proof;
         // A hand-over without the proof this kind's leases carry is confirmed below instead.
-        if (proof === undefined && target.protocol.needsProof) ticket.granted = undefined;
-        else if (ticket.takeGrant(performance.now()) && existing === undefined) {
+        // With syncReplicas, too: the confirming attempt waits for the replicas.
+        if ((proof === undefined && target.protocol.needsProof) || this.#calls.replication !== undefined) {
+          ticket.granted = undefined;
+        } else if (ticket.takeGrant(performance.now()) && existing === undefined) {
           const hold = new Hold(target, field, ttlMs, watchdog, chain);
           hold.count = 1;
           hold.extend(ticket.sentAt);
@@ -344,15 +357,16 @@ export class Acquirer {
       const protocol = target.protocol;
       const sentAt = performance.now();
       let reply: unknown;
+      let acknowledged: number;
       try {
-        reply = await this.#calls.idempotent(
+        ({ reply, acknowledged } = await this.#calls.synced(
           protocol.acquire(request, false),
           // A call with a deadline ends by it plus one command timeout, whatever Redis does.
           (attempt) => (Number.isFinite(deadline) ? performance.now() < deadline : attempt < 6),
           deadline + this.#calls.timeoutMs,
           // A repeated call may find the entry its first copy queued.
           () => protocol.acquire(request, true),
-        );
+        ));
       } catch (error) {
         if (isTransient(error)) {
           // The request may still have been applied. Refuse any late replay of it and undo it
@@ -372,7 +386,23 @@ export class Acquirer {
         this.#queue.tickets.settle(ticket, sentAt, outcome?.status === 'busy' ? outcome.pushed : undefined);
       }
       switch (outcome?.status) {
-        case 'held':
+        case 'held': {
+          const required = this.#calls.replication?.count ?? 0;
+          if (acknowledged < required) {
+            // Too few replicas have the grant: a failover now could hand the lock to another
+            // owner. Undo it (the request key also refuses any late copy) before this owner's
+            // next request on the lock, and report it to the wait loop.
+            const rollback = this.#cancelAcquire(request);
+            keepBusy(rollback);
+            return {
+              rollback,
+              unreplicated: new ReplicationError(
+                `Lock "${target.name}" was granted but only ${acknowledged} of the ${required} replicas required acknowledged it within ${this.#calls.replication?.timeoutMs ?? 0} ms: the grant was rolled back`,
+                acknowledged,
+                required,
+              ),
+            };
+          }
           if (hold.lost) {
             // Lost while this re-entry was in flight; the clean-up queued after it drops the field.
             throw hold.lostError ?? new LockLostError(`Lock "${target.name}" was lost`, 'not-owner');
@@ -382,6 +412,7 @@ export class Acquirer {
           if (existing === undefined) holds.add(hold);
           else holds.touched(hold);
           return { hold, proof: outcome.proof };
+        }
         case 'busy':
           return { pttl: outcome.pttl };
         case 'lost': {

@@ -3,7 +3,14 @@ import pRetry from 'p-retry';
 import { ClientClosedError, LockError } from '../errors.js';
 import { isTransient, type ScriptRunner } from '../scripts/runner.js';
 import { toError } from './events.js';
+import type { Replication } from './replication.js';
 import type { ScriptCall } from './types.js';
+
+/** A write's reply and how many replicas acknowledged it (see {@link Calls.synced}). @internal */
+export interface Synced {
+  readonly reply: unknown;
+  readonly acknowledged: number;
+}
 
 /** Wraps a failure of Redis itself; keeps latchkey's own errors and abort reasons as they are. @internal */
 export function redisError(error: unknown, doing: string): unknown {
@@ -25,11 +32,14 @@ export class Calls {
   #requestCounter = 0;
   /** How long one call may take, in milliseconds. */
   readonly timeoutMs: number;
+  /** `syncReplicas`: writes that grant wait for replicas; undefined when off. */
+  readonly replication: Replication | undefined;
 
-  constructor(runner: ScriptRunner, timeoutMs: number, isClosed: () => boolean) {
+  constructor(runner: ScriptRunner, timeoutMs: number, isClosed: () => boolean, replication?: Replication) {
     this.#runner = runner;
     this.timeoutMs = timeoutMs;
     this.#isClosed = isClosed;
+    this.replication = replication;
   }
 
   /** Whether the user closed the Redis client: no call will get through again. */
@@ -53,12 +63,78 @@ export class Calls {
    * while `keepTrying()` says so, and never past `until` (monotonic ms). `repeat` makes the call
    * to send again, when a repeated call must say that it is one (made only if needed).
    */
-  async idempotent(
+  idempotent(
     call: ScriptCall,
     keepTrying: (attempt: number) => boolean,
     until = Number.POSITIVE_INFINITY,
     repeat?: () => ScriptCall,
   ): Promise<unknown> {
+    return this.#retrying(
+      (one, timeoutMs) => this.#runner.run(one.script, one.keys, one.args, timeoutMs),
+      call,
+      keepTrying,
+      until,
+      repeat,
+    );
+  }
+
+  /**
+   * {@link Calls.idempotent} for a write that must reach replicas (`syncReplicas`): each try is
+   * the script call with the wait command written right behind it, and resolves with the
+   * script's reply and the replicas that acknowledged it. Without `syncReplicas`, the reply and
+   * `Infinity`.
+   */
+  synced(
+    call: ScriptCall,
+    keepTrying: (attempt: number) => boolean,
+    until = Number.POSITIVE_INFINITY,
+    repeat?: () => ScriptCall,
+  ): Promise<Synced> {
+    const replication = this.replication;
+    if (replication === undefined) {
+      return this.idempotent(call, keepTrying, until, repeat).then((reply) => ({
+        reply,
+        acknowledged: Number.POSITIVE_INFINITY,
+      }));
+    }
+    return this.#retrying(
+      (one, timeoutMs) => this.#syncedOnce(replication, one, timeoutMs),
+      call,
+      keepTrying,
+      until,
+      repeat,
+    );
+  }
+
+  /** {@link Calls.synced} with one try, no retry, within `timeoutMs` (plus the replicas' wait). */
+  onceSynced(call: ScriptCall, timeoutMs: number): Promise<Synced> {
+    const replication = this.replication;
+    if (replication === undefined) {
+      return this.once(call, timeoutMs).then((reply) => ({ reply, acknowledged: Number.POSITIVE_INFINITY }));
+    }
+    return this.#syncedOnce(replication, call, timeoutMs);
+  }
+
+  async #syncedOnce(replication: Replication, call: ScriptCall, timeoutMs: number): Promise<Synced> {
+    const wait = await replication.command();
+    const { reply, then } = await this.#runner.runThen(
+      call.script,
+      call.keys,
+      call.args,
+      wait,
+      timeoutMs,
+      replication.timeoutMs,
+    );
+    return { reply, acknowledged: replication.acknowledged(then) };
+  }
+
+  async #retrying<T>(
+    tryOnce: (call: ScriptCall, timeoutMs: number) => Promise<T>,
+    call: ScriptCall,
+    keepTrying: (attempt: number) => boolean,
+    until: number,
+    repeat: (() => ScriptCall) | undefined,
+  ): Promise<T> {
     const timeoutMs = this.timeoutMs;
     // No try, and no wait between tries, outlasts `until`.
     const tryTimeout = (): number => Math.max(1, Math.min(timeoutMs, until - performance.now()));
@@ -67,12 +143,12 @@ export class Calls {
     // The first try goes out directly: the retry machinery is for the rare failure, not the
     // hot path of every acquire and release.
     try {
-      return await this.#runner.run(call.script, call.keys, call.args, tryTimeout());
+      return await tryOnce(call, tryTimeout());
     } catch (error) {
       if (!retryable(error, 1)) throw error;
     }
     const retry = repeat?.() ?? call;
-    return pRetry(() => this.#runner.run(retry.script, retry.keys, retry.args, tryTimeout()), {
+    return pRetry(() => tryOnce(retry, tryTimeout()), {
       retries: 1_000,
       minTimeout: 20,
       maxTimeout: 1_000,

@@ -15,6 +15,7 @@ import { Holds } from './holds.js';
 import type { Lease, LeaseFactory, LeaseHost } from './lease.js';
 import { Notifications } from './notifications.js';
 import { createTelemetry, NO_TELEMETRY, openTelemetry } from './telemetry.js';
+import { Replication, type ReplicationSettings } from './replication.js';
 import { ServerCheck } from './server-check.js';
 import type { ScriptCall, Target } from './types.js';
 
@@ -35,6 +36,8 @@ export interface EngineSettings {
   readonly longHoldWarningMs: number;
   /** Report to `@opentelemetry/api`'s global providers, if the API is installed. */
   readonly telemetry: boolean;
+  /** Replicas that must acknowledge each grant; undefined: none. */
+  readonly syncReplicas?: ReplicationSettings | undefined;
 }
 
 /**
@@ -62,10 +65,12 @@ export class Engine {
     const telemetry = settings.telemetry ? createTelemetry(openTelemetry()) : NO_TELEMETRY;
     const isClosed = (): boolean => this.#closed;
     const assertOpen = (): void => this.assertOpen();
+    const runner = new ScriptRunner(redis, settings.commandTimeoutMs);
     this.#calls = new Calls(
-      new ScriptRunner(redis, settings.commandTimeoutMs),
+      runner,
       settings.commandTimeoutMs,
       isClosed,
+      settings.syncReplicas === undefined ? undefined : new Replication(settings.syncReplicas, runner),
     );
     this.#server = new ServerCheck(this.#calls);
     const chains = new OperationChains();

@@ -1,5 +1,6 @@
 import {
   ClientClosedError,
+  ReplicationError,
   LockError,
   LockLostError,
   LockNotOwnedError,
@@ -117,11 +118,12 @@ export class Holds {
         // an earlier copy did: the field cannot have expired yet.
         let repeated = expected === 1 && hold.releaseUnconfirmed;
         let reply: unknown;
+        let acknowledged: number;
         try {
-          reply = await this.#calls.idempotent(protocol.release(hold, expected), () => {
+          ({ reply, acknowledged } = await this.#calls.synced(protocol.release(hold, expected), () => {
             repeated = true;
             return !hold.lost && performance.now() < retryUntil;
-          });
+          }));
         } catch (error) {
           if (hold.lost) {
             throw lostRelease(hold);
@@ -151,6 +153,7 @@ export class Holds {
           this.markLost(hold, 'not-owner', message);
           throw new LockNotOwnedError(message, { cause: hold.lostError });
         }
+        this.#reportUnreplicated(hold, acknowledged);
         hold.count = expected - 1;
         if (hold.count === 0) {
           this.forget(hold);
@@ -165,6 +168,26 @@ export class Holds {
       .finally(() => {
         hold.releasing -= 1;
       });
+  }
+
+  /**
+   * With `syncReplicas`, a release (a free, or a hand-over to a waiter) that too few replicas
+   * acknowledged. It cannot be undone: the caller gave the lock up, and a waiter may hold it
+   * already. A failover before the replicas catch up may bring the old hold back until its lease
+   * ends (the lock stays taken for nobody), or lose a hand-over (the new holder confirms its
+   * grant with a WAIT of its own before it uses it). So the release resolves, and the shortfall
+   * is reported on the `error` event.
+   */
+  #reportUnreplicated(hold: Hold, acknowledged: number): void {
+    const required = this.#calls.replication?.count ?? 0;
+    if (acknowledged >= required) return;
+    this.#events.error(
+      new ReplicationError(
+        `Lock "${hold.name}" was released but only ${acknowledged} of the ${required} replicas required acknowledged the release in time`,
+        acknowledged,
+        required,
+      ),
+    );
   }
 
   /** Drops a hold that ended (released, or left to expire) without declaring it lost. */
@@ -248,12 +271,13 @@ export class Holds {
     if (protocol === undefined) return true;
     const sentAt = performance.now();
     let reply: unknown;
+    let acknowledged: number;
     try {
       // No call may outlast the interval: the next one must go out in time.
-      reply = await this.#calls.once(
+      ({ reply, acknowledged } = await this.#calls.onceSynced(
         protocol.renew(holds, this.#settings.watchdogTimeoutMs),
         Math.min(this.#calls.timeoutMs, this.renewIntervalMs),
-      );
+      ));
     } catch (error) {
       if (this.#settings.isClosed()) return true;
       this.#settings.telemetry.renewalFailed(protocol, holds.length);
@@ -270,9 +294,28 @@ export class Holds {
       this.#events.error(new LockError('REDIS_ERROR', 'Unexpected reply from the renewal script'));
       return false;
     }
+    // With syncReplicas, a renewal too few replicas acknowledged does not count: a failover
+    // could bring back the lease it replaced, so the holder keeps reckoning with that one (it was
+    // acknowledged) and the watchdog tries again soon. Holds the master no longer has are lost
+    // all the same.
+    const required = this.#calls.replication?.count ?? 0;
+    const replicated = acknowledged >= required;
+    if (!replicated) {
+      this.#settings.telemetry.renewalFailed(protocol, holds.length);
+      this.#events.emit('renewFailed', {
+        names: holds.map((hold) => hold.name),
+        error: new ReplicationError(
+          `Only ${acknowledged} of the ${required} replicas required acknowledged a renewal in time`,
+          acknowledged,
+          required,
+        ),
+        retryInMs: this.#watchdog.retryDelayMs,
+      });
+    }
     holds.forEach((hold, index) => {
       if (hold.lost || this.#byChain.get(hold.chain) !== hold) return;
       if (renewed[index] === true) {
+        if (!replicated) return;
         hold.extend(sentAt);
         this.#watchdog.touched(hold);
       } else if (hold.count - hold.releasing <= 0) {
@@ -283,7 +326,7 @@ export class Holds {
         this.markLost(hold, 'not-owner', `Lock "${hold.name}" was lost: it expired or was taken over`);
       }
     });
-    return true;
+    return replicated;
   }
 
   /**

@@ -1,6 +1,7 @@
 import type { RedisConnection } from './connection.js';
 import { commandClass, IoRedisConnection, ioRedisProblem, isIoRedis } from './ioredis.js';
 import { NodeRedisConnection, nodeRedisProblem } from './node-redis.js';
+import { isNodeRedisSentinel, NodeRedisSentinelConnection } from './node-redis-sentinel.js';
 
 /** Why a value cannot be used as latchkey's client, and of which library it seems to be. @internal */
 export type ClientProblem =
@@ -11,7 +12,7 @@ export type ClientProblem =
     }
   | {
       readonly library: 'ioredis';
-      readonly problem: 'cluster' | 'sentinel' | 'lazy' | 'closed' | 'subscriber' | 'unknown-version';
+      readonly problem: 'cluster' | 'lazy' | 'closed' | 'subscriber' | 'unknown-version';
       readonly status: string;
     };
 
@@ -29,6 +30,10 @@ export function adapt(redis: unknown): RedisConnection | ClientProblem {
     if (Command === undefined)
       return { library: 'ioredis', problem: 'unknown-version', status: redis.status };
     return new IoRedisConnection(redis, Command);
+  }
+  if (isNodeRedisSentinel(redis)) {
+    if (redis.isOpen === false) return { library: 'node-redis', problem: 'not-open' };
+    return new NodeRedisSentinelConnection(redis);
   }
   const problem = nodeRedisProblem(redis);
   if (problem === 'not-a-client') return { problem };

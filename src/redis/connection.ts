@@ -40,8 +40,45 @@ export interface IoRedisClient {
   pipeline(): unknown;
 }
 
-/** The clients a {@link LockClient} accepts: node-redis or ioredis, standalone and connected. */
-export type LockRedisClient = NodeRedisClient | IoRedisClient;
+/**
+ * A node-redis Sentinel client: `createSentinel()` of the `redis` package, v5 or later,
+ * connected. The parts latchkey uses; it never closes the client.
+ */
+export interface NodeRedisSentinelClient {
+  sendCommand(
+    isReadonly: boolean | undefined,
+    args: string[],
+    options?: { abortSignal?: AbortSignal },
+  ): Promise<unknown>;
+  /** Runs `fn` on one master connection leased to it alone. */
+  use<T>(
+    fn: (client: {
+      sendCommand(
+        isReadonly: boolean | undefined,
+        args: string[],
+        options?: { abortSignal?: AbortSignal },
+      ): Promise<unknown>;
+    }) => Promise<T>,
+  ): Promise<T>;
+  subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
+  /** Its listener type allows Buffers (for buffer-mode listeners); latchkey's get strings. */
+  unsubscribe(
+    channel: string,
+    listener: (message: string | Buffer, channel: string | Buffer) => void,
+  ): Promise<unknown>;
+  getMasterNode(): unknown;
+  on(event: 'topology-change', listener: (event: { readonly type?: unknown }) => void): unknown;
+  off(event: 'topology-change', listener: (event: { readonly type?: unknown }) => void): unknown;
+  readonly isOpen?: boolean;
+  /** Connected to the master and ready. */
+  readonly isReady?: boolean;
+}
+
+/**
+ * The clients a {@link LockClient} accepts: node-redis (standalone or Sentinel) or ioredis,
+ * connected.
+ */
+export type LockRedisClient = NodeRedisClient | NodeRedisSentinelClient | IoRedisClient;
 
 /** A listener of one channel: the message and the channel it came on. @internal */
 export type MessageListener = (message: string, channel: string) => void;
@@ -77,7 +114,7 @@ export interface Subscriber {
  */
 export interface RedisConnection {
   /** For messages: which library the client is from. */
-  readonly library: 'node-redis' | 'ioredis';
+  readonly library: 'node-redis' | 'ioredis' | 'node-redis-sentinel';
   /**
    * Whether a command sent now is written out at once and never written again. When not, pass
    * `send` a signal: aborting it makes every command sent with it that was not written yet
@@ -85,12 +122,24 @@ export interface RedisConnection {
    */
   readonly sendsAtOnce: boolean;
   /**
+   * Whether the client is connected and ready, for messages; when absent, `sendsAtOnce` says it
+   * (an adapter that never sends at once, as through a connection pool, tells it apart).
+   */
+  readonly connected?: boolean;
+  /**
    * Sends one command; the reply as the library gives it (see `plainReply` in replies.ts for the
    * form the engine reads). A command is written to the server at most once: one whose
    * connection drops before its reply rejects (at the latest once the connection is back)
    * instead of being sent again.
    */
   send(args: string[], signal?: AbortSignal): Promise<unknown>;
+  /**
+   * Sends two commands back to back on one connection, the second written right behind the
+   * first without waiting for its reply (a write and the `WAIT` for it, which counts only the
+   * writes of its own connection). Optional: without it, two {@link RedisConnection.send} calls
+   * in a row do the same, which holds for a client with one connection.
+   */
+  sendPair?(first: string[], second: string[], signal?: AbortSignal): [Promise<unknown>, Promise<unknown>];
   /** Whether the user closed the client: it will not connect again. */
   readonly closed: boolean;
   /** Opens a connection of its own for subscriptions (the user's client is left as it is). */

@@ -22,7 +22,7 @@ import type {
 } from './connection.js';
 
 /** Why an ioredis client cannot be used. @internal */
-export type IoRedisProblem = 'cluster' | 'sentinel' | 'lazy' | 'closed' | 'subscriber';
+export type IoRedisProblem = 'cluster' | 'lazy' | 'closed' | 'subscriber';
 
 /** A command of ioredis, as far as latchkey uses it. */
 interface IoRedisCommand {
@@ -80,8 +80,8 @@ export function isIoRedis(redis: unknown): redis is IoRedisClient {
  */
 export function ioRedisProblem(redis: IoRedisClient): IoRedisProblem | undefined {
   if ((redis as { isCluster?: unknown }).isCluster === true) return 'cluster';
-  const sentinels = (redis.options as { sentinels?: unknown }).sentinels;
-  if (Array.isArray(sentinels) && sentinels.length > 0) return 'sentinel';
+  // A client with `sentinels` is a plain client that finds the master through them and goes
+  // back to them after it loses its connection (as after a failover); so is its duplicate().
   if (redis.status === 'wait') return 'lazy';
   if (redis.status === 'end') return 'closed';
   const mode = (redis as { mode?: unknown }).mode;

@@ -35,6 +35,17 @@ function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
 
+/** The EVALSHA of a script call. */
+function scriptCommand(script: LuaScript, keys: readonly string[], args: readonly string[]): string[] {
+  const command = new Array<string>(3 + keys.length + args.length);
+  command[0] = 'EVALSHA';
+  command[1] = script.sha1;
+  command[2] = String(keys.length);
+  for (let i = 0; i < keys.length; i += 1) command[3 + i] = keys[i] as string;
+  for (let i = 0; i < args.length; i += 1) command[3 + keys.length + i] = args[i] as string;
+  return command;
+}
+
 /** A command waiting for its reply, linked into the queue of its timeout. */
 interface Pending {
   readonly deadline: number;
@@ -121,6 +132,11 @@ export class ScriptRunner {
   #abort: AbortController | undefined;
   #abortUntil = 0;
 
+  /** Whether the client is connected, as a timeout's message says. */
+  get #connected(): boolean {
+    return this.#connection.connected ?? this.#connection.sendsAtOnce;
+  }
+
   /** Whether the user closed the client the runner sends through. */
   get connectionClosed(): boolean {
     return this.#connection.closed;
@@ -137,12 +153,7 @@ export class ScriptRunner {
     args: readonly string[],
     timeoutMs = this.#timeoutMs,
   ): Promise<unknown> {
-    const command = new Array<string>(3 + keys.length + args.length);
-    command[0] = 'EVALSHA';
-    command[1] = script.sha1;
-    command[2] = String(keys.length);
-    for (let i = 0; i < keys.length; i += 1) command[3 + i] = keys[i] as string;
-    for (let i = 0; i < args.length; i += 1) command[3 + keys.length + i] = args[i] as string;
+    const command = scriptCommand(script, keys, args);
     try {
       return await this.send(command, timeoutMs);
     } catch (error) {
@@ -159,25 +170,93 @@ export class ScriptRunner {
    */
   send(args: string[], timeoutMs = this.#timeoutMs): Promise<unknown> {
     const now = performance.now();
-    let abort: AbortController | undefined;
-    // Aborting takes a command that was never written out of the library's queue, so a call
-    // given up while disconnected cannot run later, after the caller has moved on. A ready
-    // client writes the command out at once, so it needs none.
-    if (!this.#connection.sendsAtOnce) {
-      if (this.#abort === undefined || now >= this.#abortUntil || this.#abort.signal.aborted) {
-        this.#abort = new AbortController();
-        this.#abortUntil = now + Math.min(50, timeoutMs / 10);
-      }
-      abort = this.#abort;
+    const abort = this.#abortFor(now, timeoutMs);
+    return this.#settle(this.#connection.send(args, abort?.signal), now, timeoutMs, abort);
+  }
+
+  /**
+   * A script call and a command written right behind it on the same connection, in one round
+   * trip: the second (a `WAIT`) gets `thenTimeoutMs`. Resolves with the script's reply and the
+   * second command's reply, or its failure as an Error (the script's outcome is known either
+   * way); rejects when the script call fails.
+   */
+  async runThen(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+    then: string[],
+    timeoutMs: number,
+    thenTimeoutMs: number,
+  ): Promise<{ readonly reply: unknown; readonly then: unknown }> {
+    const command = scriptCommand(script, keys, args);
+    let [reply, after] = this.#sendPair(command, then, timeoutMs, thenTimeoutMs);
+    let value: unknown;
+    try {
+      value = await reply;
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      // The WAIT behind a refused EVALSHA counted nothing new: both go again.
+      command[0] = 'EVAL';
+      command[1] = script.source;
+      [reply, after] = this.#sendPair(command, then, timeoutMs, thenTimeoutMs);
+      value = await reply;
     }
-    const reply = this.#connection.send(args, abort?.signal);
+    return { reply: value, then: await after };
+  }
+
+  /** Two commands back to back; the second's failure resolves as the Error (never unhandled). */
+  #sendPair(
+    first: string[],
+    second: string[],
+    timeoutMs: number,
+    secondTimeoutMs: number,
+  ): [Promise<unknown>, Promise<unknown>] {
+    const now = performance.now();
+    const abort = this.#abortFor(now, timeoutMs);
+    const connection = this.#connection;
+    const sent =
+      connection.sendPair === undefined
+        ? ([connection.send(first, abort?.signal), connection.send(second, abort?.signal)] as const)
+        : connection.sendPair(first, second, abort?.signal);
+    const reply = this.#settle(sent[0], now, timeoutMs, abort);
+    // An unanswered second command must not abort a first one still queued with it.
+    const after = this.#settle(sent[1], now, timeoutMs + secondTimeoutMs, undefined).catch(
+      (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+    );
+    // The first's failure is the caller's to see; the second then has nothing to say.
+    reply.catch(() => undefined);
+    return [reply, after];
+  }
+
+  /**
+   * The AbortController for a command sent now, if the connection needs one. Aborting takes a
+   * command that was never written out of the library's queue, so a call given up while
+   * disconnected cannot run later, after the caller has moved on. A ready client writes the
+   * command out at once, so it needs none.
+   */
+  #abortFor(now: number, timeoutMs: number): AbortController | undefined {
+    if (this.#connection.sendsAtOnce) return undefined;
+    if (this.#abort === undefined || now >= this.#abortUntil || this.#abort.signal.aborted) {
+      this.#abort = new AbortController();
+      this.#abortUntil = now + Math.min(50, timeoutMs / 10);
+    }
+    return this.#abort;
+  }
+
+  /** A reply within `timeoutMs` of `now`, in the form replies.ts describes. */
+  #settle(
+    reply: Promise<unknown>,
+    now: number,
+    timeoutMs: number,
+    abort: AbortController | undefined,
+  ): Promise<unknown> {
     const timeouts = this.#timeouts;
     return new Promise((resolve, reject) => {
       let settled = false;
       const entry = timeouts.add(now + timeoutMs, () => {
         settled = true;
         abort?.abort();
-        reject(new CommandTimeoutError(timeoutMs, this.#connection.sendsAtOnce));
+        reject(new CommandTimeoutError(timeoutMs, this.#connected));
       });
       reply.then(
         (value) => {
@@ -192,7 +271,7 @@ export class ScriptRunner {
           timeouts.remove(entry);
           // Withdrawn, unwritten, with a command of the same moment that timed out: say why.
           if (abort?.signal.aborted === true) {
-            reject(new CommandTimeoutError(performance.now() - now, this.#connection.sendsAtOnce));
+            reject(new CommandTimeoutError(performance.now() - now, this.#connected));
             return;
           }
           reject(error instanceof Error ? error : new Error(String(error)));

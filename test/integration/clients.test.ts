@@ -166,9 +166,9 @@ describe.skipIf(TEST_CLIENT === 'ioredis')('clients and their adapters', () => {
         ['Redis Cluster clients are not supported yet', 'node-redis createCluster()'],
       ],
       [
-        'a node-redis Sentinel client',
+        'a node-redis Sentinel client not connected yet',
         () => Promise.resolve(createSentinel({ name: 'orders', sentinelRootNodes: [target()] })),
-        ['Redis Sentinel clients are not supported yet', 'node-redis createSentinel()'],
+        ['node-redis client is not connected', '`await client.connect()`'],
       ],
       [
         'an ioredis client with lazyConnect, not connected yet',
@@ -199,13 +199,13 @@ describe.skipIf(TEST_CLIENT === 'ioredis')('clients and their adapters', () => {
         ['Redis Cluster clients are not supported yet', 'ioredis Cluster'],
       ],
       [
-        'an ioredis Sentinel client',
+        'an ioredis Sentinel client with lazyConnect, not connected yet',
         () => {
           const client = new IoRedis({ sentinels: [target()], name: 'orders', lazyConnect: true });
           made.push(ioredisClosing(client));
           return Promise.resolve(client);
         },
-        ['Redis Sentinel clients are not supported yet', 'ioredis client with `sentinels`'],
+        ['ioredis client is not connected (status "wait"', '`await redis.connect()`'],
       ],
       [
         'an ioredis client in subscriber mode (RESP2)',
