@@ -56,7 +56,7 @@ function clientProblemMessage(redis: unknown, found: ClientProblem): string {
   if (found.library === 'node-redis') {
     switch (found.problem) {
       case 'cluster':
-        return 'Redis Cluster clients are not supported yet: got a node-redis createCluster() client; pass a standalone client from createClient()';
+        return 'Unexpected node-redis client: pass createClient() or createCluster()';
       case 'sentinel':
         return 'Redis Sentinel clients are not supported yet: got a node-redis createSentinel() client; pass a standalone client from createClient(), connected to the master';
       case 'not-open':
@@ -65,7 +65,7 @@ function clientProblemMessage(redis: unknown, found: ClientProblem): string {
   }
   switch (found.problem) {
     case 'cluster':
-      return 'Redis Cluster clients are not supported yet: got an ioredis Cluster client; pass a standalone client from new Redis()';
+      return 'ioredis Cluster clients are not supported: got an ioredis Cluster client; for a Redis Cluster pass a node-redis createCluster() client (connected), or a standalone ioredis client from new Redis()';
     case 'sentinel':
       return 'Redis Sentinel clients are not supported yet: got an ioredis client with `sentinels`; pass a standalone client from new Redis(), connected to the master';
     case 'lazy':
@@ -108,8 +108,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly #keyPrefix: string;
 
   /**
-   * @param redis - a connected standalone client: node-redis (`createClient(...).connect()`, v5
-   *   or later) or ioredis (`new Redis(...)`, v5 or later; one still connecting is fine).
+   * @param redis - a connected client: node-redis (`createClient(...).connect()`, v5 or later,
+   *   or a Redis Cluster's `createCluster(...).connect()`) or ioredis (`new Redis(...)`, v5 or
+   *   later, standalone; one still connecting is fine).
    * @param options - see {@link LockClientOptions}; all optional.
    * @throws {@link InvalidArgumentError} for a value that is not such a client (a Cluster or
    *   Sentinel client, a client not connected or closed) or an option that is unknown or out of

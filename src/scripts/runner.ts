@@ -126,6 +126,11 @@ export class ScriptRunner {
     return this.#connection.closed;
   }
 
+  /** See {@link RedisConnection.noteServerVersion}. */
+  noteServerVersion(version: string): void {
+    this.#connection.noteServerVersion?.(version);
+  }
+
   constructor(connection: RedisConnection, timeoutMs: number) {
     this.#connection = connection;
     this.#timeoutMs = timeoutMs;
@@ -137,9 +142,12 @@ export class ScriptRunner {
     args: readonly string[],
     timeoutMs = this.#timeoutMs,
   ): Promise<unknown> {
+    // On a cluster with sharded pub/sub, the twin that publishes with SPUBLISH.
+    const { sha1, source } =
+      script.sharded !== undefined && this.#connection.shardedPubSub === true ? script.sharded : script;
     const command = new Array<string>(3 + keys.length + args.length);
     command[0] = 'EVALSHA';
-    command[1] = script.sha1;
+    command[1] = sha1;
     command[2] = String(keys.length);
     for (let i = 0; i < keys.length; i += 1) command[3 + i] = keys[i] as string;
     for (let i = 0; i < args.length; i += 1) command[3 + keys.length + i] = args[i] as string;
@@ -148,7 +156,7 @@ export class ScriptRunner {
     } catch (error) {
       if (!isNoScript(error)) throw error;
       command[0] = 'EVAL';
-      command[1] = script.source;
+      command[1] = source;
       return this.send(command, timeoutMs);
     }
   }
