@@ -156,7 +156,9 @@ export function permitTimeoutKey(key: string): string {
  * slot than the key, and a sharded publish from the latch's scripts would be cross-slot.
  */
 export function latchChannel(key: string): string {
-  return hasHashTag(key) ? `redisson_countdownlatch__channel:${key}` : `redisson_countdownlatch__channel__{${key}}`;
+  return hasHashTag(key)
+    ? `redisson_countdownlatch__channel:${key}`
+    : `redisson_countdownlatch__channel__{${key}}`;
 }
 
 /**

@@ -125,7 +125,8 @@ export class NodeRedisClusterConnection implements RedisConnection {
     this.#rediscoveredAt = now;
     const slots = (this.#client as { _slots?: { rediscover?: (from: unknown) => Promise<unknown> } })._slots;
     const cluster = this.#client as { masters?: readonly NodeOfCluster[] };
-    const from = cluster.masters?.find((node) => node.client?.isReady === true)?.client ?? cluster.masters?.[0]?.client;
+    const from =
+      cluster.masters?.find((node) => node.client?.isReady === true)?.client ?? cluster.masters?.[0]?.client;
     if (typeof slots?.rediscover !== 'function' || from === undefined) return;
     slots
       .rediscover(from)
