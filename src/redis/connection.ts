@@ -51,7 +51,8 @@ export interface NodeRedisClusterClient {
     args: string[],
     options?: { abortSignal?: AbortSignal },
   ): Promise<unknown>;
-  duplicate(overrides?: { minimizeConnections?: boolean }): NodeRedisClusterSubscriber;
+  /** A new cluster client with the same options; latchkey uses it as a {@link NodeRedisClusterSubscriber}. */
+  duplicate(overrides?: { minimizeConnections?: boolean }): unknown;
   nodeClient(node: unknown): unknown;
   /** Opened with `connect()` and not closed since. */
   readonly isOpen?: boolean;

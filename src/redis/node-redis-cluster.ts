@@ -26,6 +26,12 @@ const SHARDED_PUB_SUB_SINCE = '7.0.0';
 const KEYLESS = new Set(['INFO', 'TIME', 'PING', 'SCRIPT', 'CLUSTER', 'ROLE', 'DBSIZE', 'MEMORY', 'LATENCY']);
 /** How often at most a failed command makes node-redis learn the cluster's layout again. */
 const REDISCOVER_EVERY_MS = 500;
+/**
+ * How often the cluster's layout is read while latchkey has subscriptions (as Redisson's
+ * `scanInterval` does): a failover or a slot moved away is seen within it even by a client that
+ * sends nothing meanwhile, and the subscriptions follow.
+ */
+const LAYOUT_SCAN_MS = 1_000;
 
 /** The key a command is routed by: the first key of a script, the argument after a key command. */
 export function firstKeyOf(args: readonly string[]): string | undefined {
@@ -50,6 +56,9 @@ export class NodeRedisClusterConnection implements RedisConnection {
   #rediscoveredAt = Number.NEGATIVE_INFINITY;
   #layout: unknown;
   readonly #subscriptions = new Set<ClusterSubscription>();
+  /** Which master serves which slots, as last read by the scan; undefined before the first. */
+  #scanned: string | undefined;
+  #scanTimer: NodeJS.Timeout | undefined;
 
   constructor(client: NodeRedisClusterClient) {
     this.#client = client;
@@ -97,14 +106,51 @@ export class NodeRedisClusterConnection implements RedisConnection {
 
   async openSubscriber(events: SubscriberEvents): Promise<Subscriber> {
     const subscription = new ClusterSubscription(
-      () => this.#client.duplicate({ minimizeConnections: true }),
+      () => this.#client.duplicate({ minimizeConnections: true }) as NodeRedisClusterSubscriber,
       this.#sharded,
       events,
-      () => this.#subscriptions.delete(subscription),
+      () => {
+        this.#subscriptions.delete(subscription);
+        if (this.#subscriptions.size === 0 && this.#scanTimer !== undefined) {
+          clearTimeout(this.#scanTimer);
+          this.#scanTimer = undefined;
+        }
+      },
     );
     await subscription.start();
     this.#subscriptions.add(subscription);
+    this.#scanLater();
     return subscription;
+  }
+
+  #scanLater(): void {
+    if (this.#scanTimer !== undefined || this.#subscriptions.size === 0) return;
+    this.#scanTimer = setTimeout(() => {
+      void this.#scan().finally(() => {
+        this.#scanTimer = undefined;
+        this.#scanLater();
+      });
+    }, LAYOUT_SCAN_MS);
+    this.#scanTimer.unref();
+  }
+
+  /** Reads `CLUSTER SLOTS` from any node; a change of masters renews the subscriptions. */
+  async #scan(): Promise<void> {
+    if (this.closed) return;
+    let reply: unknown;
+    try {
+      reply = await this.#client.sendCommand(undefined, true, ['CLUSTER', 'SLOTS']);
+    } catch {
+      this.#rediscover();
+      return;
+    }
+    const layout = layoutOf(reply);
+    if (layout === undefined || layout === this.#scanned) return;
+    const first = this.#scanned === undefined;
+    this.#scanned = layout;
+    if (first) return;
+    this.#rediscover(true);
+    for (const subscription of this.#subscriptions) subscription.renew();
   }
 
   /** A new slot table: slots moved or a master failed over, so the subscriptions follow. */
@@ -119,9 +165,9 @@ export class NodeRedisClusterConnection implements RedisConnection {
    * Makes node-redis read the cluster's layout again. It has no public call for it: its internal
    * one is used when present, and nothing happens otherwise (MOVED replies still update it).
    */
-  #rediscover(): void {
+  #rediscover(force = false): void {
     const now = performance.now();
-    if (now - this.#rediscoveredAt < REDISCOVER_EVERY_MS || this.closed) return;
+    if ((!force && now - this.#rediscoveredAt < REDISCOVER_EVERY_MS) || this.closed) return;
     this.#rediscoveredAt = now;
     const slots = (this.#client as { _slots?: { rediscover?: (from: unknown) => Promise<unknown> } })._slots;
     const cluster = this.#client as { masters?: readonly NodeOfCluster[] };
@@ -133,6 +179,19 @@ export class NodeRedisClusterConnection implements RedisConnection {
       .then(() => this.#checkLayout())
       .catch(() => undefined);
   }
+}
+
+/** `CLUSTER SLOTS` reduced to `<from>-<to>@<host>:<port>` of each range's master, in order. */
+function layoutOf(reply: unknown): string | undefined {
+  if (!Array.isArray(reply)) return undefined;
+  const ranges: string[] = [];
+  for (const range of reply as unknown[]) {
+    if (!Array.isArray(range)) return undefined;
+    const [from, to, master] = range as [unknown, unknown, unknown];
+    const [host, port] = Array.isArray(master) ? (master as [unknown, unknown]) : [undefined, undefined];
+    ranges.push(`${String(from)}-${String(to)}@${String(host)}:${String(port)}`);
+  }
+  return ranges.sort().join(',');
 }
 
 /** How long a new subscriber may take to connect and subscribe before it is tried again. */
