@@ -149,14 +149,16 @@ export function permitTimeoutKey(key: string): string {
 }
 
 /**
- * The channel of a count-down latch, `redisson_countdownlatch__channel__{<key>}` as Redisson's
- * RCountDownLatch writes it (no colon): `0` when the count reaches zero, `1` when a new count is
- * set. A key with a hash tag of its own gets `redisson_countdownlatch__channel:<key>` instead
- * (Redisson's `prefixName` form): braces around it would make a tag of `{<its tag>`, in another
- * slot than the key, and a sharded publish from the latch's scripts would be cross-slot.
+ * The channel of a count-down latch, `redisson_countdownlatch__channel__{<key>}`, braces always,
+ * as Redisson's RCountDownLatch writes it (no colon): `0` when the count reaches zero, `1` when a
+ * new count is set. On a Redis Cluster (`cluster`), a key with a hash tag of its own gets
+ * `redisson_countdownlatch__channel:<key>` instead (Redisson's `prefixName` form): braces around
+ * it would make a tag of `{<its tag>`, in another slot than the key, where a sharded publish
+ * from the latch's scripts would not reach its subscribers. Redisson cannot use such a latch on
+ * a cluster at all (its scripts would name keys of two slots), so no interop is lost there.
  */
-export function latchChannel(key: string): string {
-  return hasHashTag(key)
+export function latchChannel(key: string, cluster = false): string {
+  return cluster && hasHashTag(key)
     ? `redisson_countdownlatch__channel:${key}`
     : `redisson_countdownlatch__channel__{${key}}`;
 }

@@ -119,6 +119,11 @@ export class Engine {
     return this.#closed;
   }
 
+  /** Whether the client is a Redis Cluster's (some names depend on it: see keys.ts). */
+  get cluster(): boolean {
+    return this.#redis.cluster === true;
+  }
+
   assertOpen(): void {
     if (this.#closed) throw new ClientClosedError();
   }
