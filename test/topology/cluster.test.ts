@@ -249,6 +249,79 @@ describe('Redisson-style clients on the same cluster', () => {
   });
 });
 
+describe('hand-over on a cluster', () => {
+  it('a queue entry whose grant channel lies in another slot is skipped, and the release still wakes waiters', async () => {
+    const name = `invoice-${(run += 1)}x`;
+    const lease = await a.lock(name).acquire();
+    // An entry as one server's waiters leave them: its client's grant channel has no hash tag.
+    // One served by another master, where the lock's node refuses to publish (a non-local key).
+    const home = await cluster.masterOf(keySlot(name));
+    let grant = '';
+    for (let i = 0; grant === ''; i += 1) {
+      const candidate = `latchkey_grant:${i.toString(16).padStart(16, '0')}`;
+      if ((await cluster.masterOf(keySlot(candidate))) !== home) grant = candidate;
+    }
+    await redisA.rPush(
+      `latchkey_queue:{${name}}`,
+      `t1 30000 ${grant} c0ffee00-0000-4000-8000-000000000000:1`,
+    );
+    const waiting = b.lock(name).acquire({ waitMs: 10_000 });
+    waiting.catch(() => undefined);
+    await waitUntil('B listens on a shard channel', async () => (await shardChannels(name)).length > 0);
+    const freedAt = performance.now();
+    await lease.release();
+    const taken = await waiting;
+    expect(performance.now() - freedAt).toBeLessThan(2_000);
+    // Nobody was handed the lock: the entry is gone and B holds it alone.
+    expect(await redisA.lLen(`latchkey_queue:{${name}}`)).toBe(0);
+    expect(Object.keys(await redisA.hGetAll(name))).toHaveLength(1);
+    await taken.release();
+  });
+});
+
+describe('a cluster before Redis 7', () => {
+  it('uses plain PUBLISH and SUBSCRIBE when the server reports a version without sharded pub/sub', async () => {
+    // The same cluster, reported as Redis 6.2 by a client that rewrites INFO's version.
+    const asRedis6 = (client: Cluster): Cluster =>
+      new Proxy(client, {
+        get(target, property) {
+          if (property === 'sendCommand') {
+            return async (...call: Parameters<Cluster['sendCommand']>) => {
+              const reply = await target.sendCommand(...call);
+              const args = call[2] as readonly string[];
+              return args[0] === 'INFO'
+                ? String(reply).replace(/redis_version:[^\r\n]*/, 'redis_version:6.2.14')
+                : reply;
+            };
+          }
+          const value: unknown = Reflect.get(target, property, target);
+          return typeof value === 'function'
+            ? (value as (...args: unknown[]) => unknown).bind(target)
+            : value;
+        },
+      });
+    const [redisC, redisD] = [await connectCluster(cluster), await connectCluster(cluster)];
+    const [c, d] = [new LockClient(asRedis6(redisC)), new LockClient(asRedis6(redisD))];
+    try {
+      const name = `invoice-${(run += 1)}x`;
+      const lease = await c.lock(name).acquire();
+      const waiting = d.lock(name).acquire({ waitMs: 10_000 });
+      waiting.catch(() => undefined);
+      await waitUntil('D listens on a plain channel', async () => (await plainChannels(name)).length > 0);
+      expect(await shardChannels(name)).toEqual([]);
+      const freedAt = performance.now();
+      await lease.release();
+      const taken = await waiting;
+      expect(performance.now() - freedAt).toBeLessThan(2_000);
+      await taken.release();
+    } finally {
+      await Promise.all([c.close(), d.close()]);
+      redisC.destroy();
+      redisD.destroy();
+    }
+  });
+});
+
 describe('the watchdog on a cluster', () => {
   it('renews 120 holds spread over many slots, batch by slot, without a CROSSSLOT error', async () => {
     const redis = await connectCluster(cluster);
