@@ -287,10 +287,10 @@ describe('a cluster before Redis 7', () => {
         get(target, property) {
           if (property === 'sendCommand') {
             return async (...call: Parameters<Cluster['sendCommand']>) => {
-              const reply = await target.sendCommand(...call);
+              const reply: unknown = await target.sendCommand(...call);
               const args = call[2] as readonly string[];
-              return args[0] === 'INFO'
-                ? String(reply).replace(/redis_version:[^\r\n]*/, 'redis_version:6.2.14')
+              return args[0] === 'INFO' && typeof reply === 'string'
+                ? reply.replace(/redis_version:[^\r\n]*/, 'redis_version:6.2.14')
                 : reply;
             };
           }
