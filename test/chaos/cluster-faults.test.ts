@@ -1,6 +1,7 @@
 /**
  * Faults of a real Redis Cluster under contention: several LockClients, each on a node-redis
- * cluster client of its own, take and free locks whose slots live on the master under attack,
+ * cluster client of its own, take and free locks of five kinds (lock, fenced, fair, write,
+ * simple) whose slots live on the master under attack,
  * while (1) a replica takes over with CLUSTER FAILOVER, (2) the master is killed with SIGKILL and
  * its replica is elected, (3) the locks' slots are migrated to another master and back
  * (CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE). Mutual exclusion is checked on
@@ -16,6 +17,31 @@ import { findOverlaps, type Interval } from './intervals.js';
 import { scaled } from './scale.js';
 
 type Cluster = Awaited<ReturnType<typeof connectCluster>>;
+
+/** The kinds the load takes, one per lock name in turn: each needs mutual exclusion. */
+const KINDS = ['lock', 'fenced lock', 'fair lock', 'write lock', 'simple lock'] as const;
+type Kind = (typeof KINDS)[number];
+
+/** Takes `name` as `kind`; the fencing token too for a fenced lock. */
+async function take(
+  locks: LockClient,
+  kind: Kind,
+  name: string,
+): Promise<{ release(): Promise<unknown>; token?: bigint }> {
+  const options = { waitMs: 3_000 };
+  switch (kind) {
+    case 'lock':
+      return locks.lock(name).acquire(options);
+    case 'fenced lock':
+      return locks.fencedLock(name).acquire(options);
+    case 'fair lock':
+      return locks.fairLock(name).acquire(options);
+    case 'write lock':
+      return locks.readWriteLock(name).writeLock().acquire(options);
+    case 'simple lock':
+      return locks.simpleLock(name).acquire(options);
+  }
+}
 
 const CLIENTS = 4;
 const LOOPS_PER_CLIENT = 2;
@@ -46,6 +72,8 @@ interface Load {
   readonly intervals: Map<string, Interval[]>;
   /** Per lock name: the last time (performance.now()) it was taken. */
   readonly lastTaken: Map<string, number>;
+  /** Fencing tokens of the fenced lock, in the order its sections started. */
+  readonly tokens: Array<{ start: bigint; token: bigint }>;
   acquired: number;
   failed: number;
   stop(): Promise<void>;
@@ -66,6 +94,7 @@ async function startLoad(names: readonly string[]): Promise<Load> {
   const load: Load = {
     intervals: new Map(names.map((name) => [name, []])),
     lastTaken: new Map(),
+    tokens: [],
     acquired: 0,
     failed: 0,
     stop: async () => {
@@ -77,16 +106,19 @@ async function startLoad(names: readonly string[]): Promise<Load> {
   };
   const loop = async (locks: LockClient, who: string, offset: number): Promise<void> => {
     for (let n = offset; running; n += 1) {
-      const name = names[n % names.length] as string;
+      const index = n % names.length;
+      const name = names[index] as string;
+      const kind = KINDS[index % KINDS.length] as Kind;
       let lease;
       try {
-        lease = await locks.lock(name).acquire({ waitMs: 3_000 });
+        lease = await take(locks, kind, name);
       } catch {
         load.failed += 1;
         await sleep(20);
         continue;
       }
       const start = process.hrtime.bigint();
+      if (lease.token !== undefined) load.tokens.push({ start, token: lease.token });
       await sleep(1 + Math.random() * 4);
       const end = process.hrtime.bigint();
       load.intervals.get(name)?.push({ start, end, who: `${who} #${n}` });
@@ -110,6 +142,16 @@ function overlaps(load: Load): number {
   let count = 0;
   for (const intervals of load.intervals.values()) count += findOverlaps(intervals);
   return count;
+}
+
+/** Fencing tokens that did not grow from one section to the next (by start). */
+function tokensBack(load: Load): number {
+  const sorted = [...load.tokens].sort((x, y) => (x.start < y.start ? -1 : x.start > y.start ? 1 : 0));
+  let back = 0;
+  for (let i = 1; i < sorted.length; i += 1) {
+    if ((sorted[i]?.token ?? 0n) <= (sorted[i - 1]?.token ?? 0n)) back += 1;
+  }
+  return back;
 }
 
 /** Waits until every name was taken after `since`: the waiters recovered. */
@@ -200,7 +242,7 @@ describe('a Redis Cluster under faults, with contending LockClients', () => {
   it("CLUSTER FAILOVER of the locks' master: 0 overlaps, waiters recover", async () => {
     const { masters } = await cluster.roles();
     const victim = masters[0] as number;
-    const names = await namesOn(victim, 4, 'failover');
+    const names = await namesOn(victim, KINDS.length + 1, 'failover');
     const across = await waiterAcrossFault(names.pop() as string);
     const load = await startLoad(names);
     try {
@@ -227,16 +269,18 @@ describe('a Redis Cluster under faults, with contending LockClients', () => {
     );
     expect(wokenMs).toBeLessThan(2_000);
     console.log(
-      `${expect.getState().currentTestName}: ${load.acquired} sections, ${load.failed} acquires gave up, ${overlaps(load)} overlaps`,
+      `${expect.getState().currentTestName}: ${load.acquired} sections, ${load.failed} acquires gave up, ${overlaps(load)} overlaps, ${tokensBack(load)} fencing tokens not growing`,
     );
     expect(load.acquired).toBeGreaterThan(50);
     expect(overlaps(load)).toBe(0);
+    expect(load.tokens.length).toBeGreaterThan(5);
+    expect(tokensBack(load)).toBe(0);
   }, 120_000);
 
   it("the locks' master killed with SIGKILL: its replica is elected, 0 overlaps, waiters recover", async () => {
     const { masters } = await cluster.roles();
     const victim = masters[1] as number;
-    const names = await namesOn(victim, 4, 'killed');
+    const names = await namesOn(victim, KINDS.length + 1, 'killed');
     const across = await waiterAcrossFault(names.pop() as string);
     const load = await startLoad(names);
     try {
@@ -279,16 +323,18 @@ describe('a Redis Cluster under faults, with contending LockClients', () => {
     );
     expect(wokenMs).toBeLessThan(2_000);
     console.log(
-      `${expect.getState().currentTestName}: ${load.acquired} sections, ${load.failed} acquires gave up, ${overlaps(load)} overlaps`,
+      `${expect.getState().currentTestName}: ${load.acquired} sections, ${load.failed} acquires gave up, ${overlaps(load)} overlaps, ${tokensBack(load)} fencing tokens not growing`,
     );
     expect(load.acquired).toBeGreaterThan(50);
     expect(overlaps(load)).toBe(0);
+    expect(load.tokens.length).toBeGreaterThan(5);
+    expect(tokensBack(load)).toBe(0);
   }, 180_000);
 
   it("the locks' slots migrated to another master and back under load: 0 overlaps, waiters recover", async () => {
     const { masters } = await cluster.roles();
     const [home, away] = masters as [number, number];
-    const names = await namesOn(home, 3, 'moved');
+    const names = await namesOn(home, KINDS.length + 1, 'moved');
     const slots = [...new Set(names.map((name) => keySlot(name)))];
     const across = await waiterAcrossFault(names.pop() as string);
     const load = await startLoad(names);
@@ -310,9 +356,11 @@ describe('a Redis Cluster under faults, with contending LockClients', () => {
     );
     expect(wokenMs).toBeLessThan(2_000);
     console.log(
-      `${expect.getState().currentTestName}: ${load.acquired} sections, ${load.failed} acquires gave up, ${overlaps(load)} overlaps`,
+      `${expect.getState().currentTestName}: ${load.acquired} sections, ${load.failed} acquires gave up, ${overlaps(load)} overlaps, ${tokensBack(load)} fencing tokens not growing`,
     );
     expect(load.acquired).toBeGreaterThan(50);
     expect(overlaps(load)).toBe(0);
+    expect(load.tokens.length).toBeGreaterThan(5);
+    expect(tokensBack(load)).toBe(0);
   }, 120_000);
 });
