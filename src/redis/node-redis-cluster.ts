@@ -27,7 +27,7 @@ const KEYLESS = new Set(['INFO', 'TIME', 'PING', 'SCRIPT', 'CLUSTER', 'ROLE', 'D
 /** How often at most a failed command makes node-redis learn the cluster's layout again. */
 const REDISCOVER_EVERY_MS = 500;
 /**
- * How often the cluster's layout is read while latchkey has subscriptions (as Redisson's
+ * How often the cluster's layout is read while latchkey listens on any channel (as Redisson's
  * `scanInterval` does): a failover or a slot moved away is seen within it even by a client that
  * sends nothing meanwhile, and the subscriptions follow.
  */
@@ -136,7 +136,8 @@ export class NodeRedisClusterConnection implements RedisConnection {
 
   /** Reads `CLUSTER SLOTS` from any node; a change of masters renews the subscriptions. */
   async #scan(): Promise<void> {
-    if (this.closed) return;
+    // Nobody listens: nothing to follow (a later subscribe finds the slot's master by itself).
+    if (this.closed || ![...this.#subscriptions].some((subscription) => subscription.listening)) return;
     let reply: unknown;
     try {
       reply = await this.#client.sendCommand(undefined, true, ['CLUSTER', 'SLOTS']);
@@ -233,6 +234,11 @@ class ClusterSubscription implements Subscriber {
     this.#sharded = sharded;
     this.#events = events;
     this.#onDestroy = onDestroy;
+  }
+
+  /** Whether any channel is subscribed. */
+  get listening(): boolean {
+    return this.#channels.size > 0;
   }
 
   /** Connects the first subscriber; rejects when that fails. */
