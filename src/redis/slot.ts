@@ -25,18 +25,6 @@ function crc16(bytes: Uint8Array, from: number, to: number): number {
   return crc;
 }
 
-/**
- * Where the key's hash tag lies, as Redis finds it: the text between the first `{` and the first
- * `}` after it, when that text is not empty; undefined when the key has no hash tag.
- */
-export function hashTagRange(key: string): readonly [number, number] | undefined {
-  const open = key.indexOf('{');
-  if (open === -1) return undefined;
-  const close = key.indexOf('}', open + 1);
-  if (close === -1 || close === open + 1) return undefined;
-  return [open + 1, close];
-}
-
 /** The slot of `key` (0 .. 16383), as `CLUSTER KEYSLOT` gives it. */
 export function keySlot(key: string): number {
   const bytes = Buffer.from(key, 'utf8');
