@@ -290,8 +290,11 @@ async function waitReplicasSynced(cluster: LocalCluster): Promise<void> {
   }
 }
 
+/** The node-redis cluster client `createCluster()` gives. */
+export type ClusterClient = ReturnType<typeof createCluster>;
+
 /** A connected node-redis cluster client on `cluster`; its 'error' events are ignored. */
-export async function connectCluster(cluster: LocalCluster) {
+export async function connectCluster(cluster: LocalCluster): Promise<ClusterClient> {
   const client = createCluster({
     rootNodes: [...cluster.rootNodes],
     defaults: { socket: { connectTimeout: 2_000 } },
