@@ -127,6 +127,21 @@ export function checkScript(name, source) {
   };
 }
 
+const PUBLISH_CALL = /redis\.(p?call)\('publish',/g;
+
+/**
+ * The script's twin for sharded pub/sub (Redis Cluster on Redis 7 or later): the same text with
+ * every `redis.call('publish', …)` (and `pcall`) made `spublish`, so its messages stay on the
+ * shard of the lock's slot, where SSUBSCRIBE listens. Undefined for a script that publishes
+ * nothing. The runner picks the twin when the connection says it uses sharded pub/sub.
+ */
+export function shardedTwin(source) {
+  if (!PUBLISH_CALL.test(source)) return undefined;
+  PUBLISH_CALL.lastIndex = 0;
+  const twin = source.replace(PUBLISH_CALL, "redis.$1('spublish',");
+  return { sha1: createHash('sha1').update(twin).digest('hex'), source: twin };
+}
+
 function main() {
   const scripts = listLua(scriptsDir).map((path) => {
     const name = relative(scriptsDir, path)
@@ -140,6 +155,11 @@ function main() {
     );
     return checkScript(name, source);
   });
+  const sharded = (source) => {
+    const twin = shardedTwin(source);
+    if (twin === undefined) return '';
+    return `    sharded: { sha1: ${JSON.stringify(twin.sha1)}, source: ${JSON.stringify(twin.source)} },\n`;
+  };
   const entries = scripts
     .map(
       (s) =>
@@ -148,6 +168,7 @@ function main() {
         `    numberOfKeys: ${s.numberOfKeys === null ? 'null' : s.numberOfKeys},\n` +
         `    sha1: ${JSON.stringify(s.sha1)},\n` +
         `    source: ${JSON.stringify(s.source)},\n` +
+        sharded(s.source) +
         `  },`,
     )
     .join('\n');

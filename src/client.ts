@@ -60,7 +60,7 @@ function clientProblemMessage(redis: unknown, found: ClientProblem): string {
   if (found.library === 'node-redis') {
     switch (found.problem) {
       case 'cluster':
-        return 'Redis Cluster clients are not supported yet: got a node-redis createCluster() client; pass a standalone client from createClient()';
+        return 'Unexpected node-redis client: pass createClient() or createCluster()';
       case 'sentinel':
         return 'This node-redis Sentinel client lacks what latchkey uses (`use`, `subscribe`, `topology-change` events of node-redis 5): pass a createSentinel() client of the `redis` package, v5 or later';
       case 'not-open':
@@ -69,7 +69,7 @@ function clientProblemMessage(redis: unknown, found: ClientProblem): string {
   }
   switch (found.problem) {
     case 'cluster':
-      return 'Redis Cluster clients are not supported yet: got an ioredis Cluster client; pass a standalone client from new Redis()';
+      return 'ioredis Cluster clients are not supported: got an ioredis Cluster client; for a Redis Cluster pass a node-redis createCluster() client (connected), or a standalone ioredis client from new Redis()';
     case 'lazy':
       return `${EXPECTED_CLIENT}; the ioredis client is not connected (status "wait", from \`lazyConnect\`): call \`await redis.connect()\` first`;
     case 'closed':
@@ -136,12 +136,13 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly #keyPrefix: string;
 
   /**
-   * @param redis - a connected client: node-redis (`createClient(...).connect()` or
-   *   `createSentinel(...).connect()`, v5 or later) or ioredis (`new Redis(...)`, with or without
-   *   `sentinels`, v5 or later; one still connecting is fine).
+   * @param redis - a connected client: node-redis (`createClient(...).connect()`, a Redis
+   *   Cluster's `createCluster(...).connect()` or `createSentinel(...).connect()`, v5 or later)
+   *   or ioredis (`new Redis(...)`, standalone, with or without `sentinels`, v5 or later; one
+   *   still connecting is fine).
    * @param options - see {@link LockClientOptions}; all optional.
-   * @throws {@link InvalidArgumentError} for a value that is not such a client (a Cluster
-   *   client, a client not connected or closed) or an option that is unknown or out of range.
+   * @throws {@link InvalidArgumentError} for a value that is not such a client (an ioredis
+   *   Cluster client, a client not connected or closed) or an option that is unknown or out of range.
    */
   constructor(redis: LockRedisClient, options?: LockClientOptions) {
     super();

@@ -51,6 +51,7 @@ export type {
   IoRedisClient,
   LockRedisClient,
   NodeRedisClient,
+  NodeRedisClusterClient,
   NodeRedisSubscriber,
 } from './redis/connection.js';
 export { MAX_NAME_LENGTH, MAX_PREFIX_LENGTH, MAX_TIME_MS } from './validate.js';

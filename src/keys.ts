@@ -14,6 +14,8 @@ const FAIR_QUEUE_PREFIX = 'redisson_lock_queue';
 const FAIR_TIMEOUT_PREFIX = 'redisson_lock_timeout';
 const WRITERS_PREFIX = 'latchkey_writers';
 
+// A key with `{` already carries its hash tag (validate.ts lets braces in only as one non-empty
+// `{tag}`), as Redisson's `prefixName` takes it.
 function withSlotOf(prefix: string, key: string): string {
   return key.includes('{') ? `${prefix}:${key}` : `${prefix}:{${key}}`;
 }
@@ -149,10 +151,27 @@ export function permitTimeoutKey(key: string): string {
 /**
  * The channel of a count-down latch, `redisson_countdownlatch__channel__{<key>}`, braces always,
  * as Redisson's RCountDownLatch writes it (no colon): `0` when the count reaches zero, `1` when a
- * new count is set.
+ * new count is set. On a Redis Cluster (`cluster`), a key with a hash tag of its own gets
+ * `redisson_countdownlatch__channel:<key>` instead (Redisson's `prefixName` form): braces around
+ * it would make a tag of `{<its tag>`, in another slot than the key, where a sharded publish
+ * from the latch's scripts would not reach its subscribers. Redisson cannot use such a latch on
+ * a cluster at all (its scripts would name keys of two slots), so no interop is lost there.
  */
-export function latchChannel(key: string): string {
-  return `redisson_countdownlatch__channel__{${key}}`;
+export function latchChannel(key: string, cluster = false): string {
+  return cluster && hasHashTag(key)
+    ? `redisson_countdownlatch__channel:${key}`
+    : `redisson_countdownlatch__channel__{${key}}`;
+}
+
+/**
+ * Whether Redis finds a hash tag in `key`: a non-empty text between the first `{` and the first
+ * `}` after it. Only that text then decides the key's cluster slot.
+ */
+export function hasHashTag(key: string): boolean {
+  const open = key.indexOf('{');
+  if (open === -1) return false;
+  const close = key.indexOf('}', open + 1);
+  return close > open + 1;
 }
 
 /**

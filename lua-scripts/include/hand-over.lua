@@ -22,7 +22,10 @@ local function handOver(lockKey, queueKey, channel, owner, mint)
       if mint ~= nil then
         message = ticket .. ' ' .. mint()
       end
-      if redis.call('publish', grantChannel, message) > 0 then
+      -- pcall: in the sharded twin (a cluster), a grant channel outside the lock's slot is
+      -- refused by Redis; such an entry counts as dead rather than failing the release.
+      local reached = redis.pcall('publish', grantChannel, message)
+      if type(reached) == 'number' and reached > 0 then
         redis.call('hset', lockKey, waiter, '1')
         if owner ~= nil and owner ~= waiter then
           redis.call('hdel', lockKey, owner)

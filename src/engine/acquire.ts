@@ -45,6 +45,11 @@ export interface AcquirerSettings {
   readonly watchdogTimeoutMs: number;
   /** This client's grant channel, named in its queue entries. */
   readonly grantChannel: string;
+  /**
+   * Whether waiters of kinds with a wait queue join it and are handed the lock; when not (a
+   * Redis Cluster), they wait for the unlock message as the other kinds do.
+   */
+  readonly handOver: boolean;
   readonly isClosed: () => boolean;
   readonly assertOpen: () => void;
 }
@@ -129,7 +134,7 @@ export class Acquirer {
     const watchdog = leaseMs === undefined;
     const protocol = target.protocol;
     const { poll } = protocol;
-    const queue = protocol.queue !== undefined;
+    const queue = protocol.queue !== undefined && this.#settings.handOver;
     const heartbeatMs = protocol.heartbeatMs ?? Number.POSITIVE_INFINITY;
     const channel = protocol.waitChannel?.(target, field) ?? target.channel;
     const notifications = this.#notifications;

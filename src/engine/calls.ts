@@ -47,6 +47,11 @@ export class Calls {
     return this.#runner.connectionClosed;
   }
 
+  /** Tells the connection the server's version (it may choose sharded pub/sub by it). */
+  noteServerVersion(version: string): void {
+    this.#runner.noteServerVersion(version);
+  }
+
   /** A new id for a request, unique to this client. */
   nextRequestId(): string {
     this.#requestCounter += 1;

@@ -4,6 +4,7 @@ import { ClientClosedError } from '../errors.js';
 import { grantChannel, requestKey } from '../keys.js';
 import type { LockClientEvents } from '../options.js';
 import type { RedisConnection, Subscriber } from '../redis/connection.js';
+import { keySlot } from '../redis/slot.js';
 import { ScriptRunner } from '../scripts/runner.js';
 import { Acquirer } from './acquire.js';
 import { Calls, redisError } from './calls.js';
@@ -83,6 +84,7 @@ export class Engine {
       ),
       isClosed,
       telemetry,
+      slotOf: redis.cluster === true ? keySlot : undefined,
     });
     /** Public: names this client's grant channel and prefixes its tickets. */
     const grants = grantChannel(randomBytes(8).toString('hex'));
@@ -98,7 +100,14 @@ export class Engine {
     );
     const leaseHost: LeaseHost = { release: (hold: Hold) => this.#holds.release(hold) };
     this.#acquirer = new Acquirer(
-      { watchdogTimeoutMs: settings.watchdogTimeoutMs, grantChannel: grants, isClosed, assertOpen },
+      {
+        watchdogTimeoutMs: settings.watchdogTimeoutMs,
+        grantChannel: grants,
+        // On a cluster the grant channel lies in another slot than the lock: no hand-overs there.
+        handOver: redis.cluster !== true,
+        isClosed,
+        assertOpen,
+      },
       {
         calls: this.#calls,
         chains,
@@ -113,6 +122,11 @@ export class Engine {
 
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** Whether the client is a Redis Cluster's (some names depend on it: see keys.ts). */
+  get cluster(): boolean {
+    return this.#redis.cluster === true;
   }
 
   assertOpen(): void {

@@ -32,6 +32,8 @@ export interface HoldsSettings {
   readonly releaseRetryMs: number;
   readonly isClosed: () => boolean;
   readonly telemetry: Telemetry;
+  /** On a Redis Cluster, the slot of a key: renewal batches are grouped by it. */
+  readonly slotOf?: ((key: string) => number) | undefined;
 }
 
 /**
@@ -56,10 +58,12 @@ export class Holds {
     this.#chains = chains;
     this.#events = events;
     this.#settings = settings;
+    const slotOf = settings.slotOf;
     this.#watchdog = new Watchdog(
       { renew: (holds) => this.#renewAll(holds), expire: (hold) => this.#expire(hold) },
       this.renewIntervalMs,
       RENEW_BATCH_SIZE,
+      slotOf === undefined ? undefined : (hold) => slotOf(hold.target.key),
     );
   }
 

@@ -53,6 +53,7 @@ export class ServerCheck {
       return;
     }
     const version = redisVersionOf(info);
+    if (version !== undefined) this.#calls.noteServerVersion(version);
     if (version === undefined || isAtLeast(version, MIN_REDIS_VERSION)) {
       this.#passed = true;
       return;

@@ -13,7 +13,8 @@ export interface WatchdogHost {
 
 /**
  * Keeps held locks alive: one renewal timer and one expiry timer per client, not per lock.
- * Renewals of many locks go out together, in batches of up to `batchSize` keys per call.
+ * Renewals of many locks go out together, in batches of up to `batchSize` keys per call (on a
+ * Redis Cluster, per slot).
  * @internal
  */
 export class Watchdog {
@@ -30,10 +31,17 @@ export class Watchdog {
   #expiryAt = Number.POSITIVE_INFINITY;
   #stopped = false;
 
-  constructor(host: WatchdogHost, intervalMs: number, batchSize: number) {
+  /**
+   * On a Redis Cluster, the slot of a hold's keys: a batch never mixes slots (a script's keys
+   * must share one). Undefined on one server: batches take any holds.
+   */
+  readonly #groupOf: ((hold: Hold) => number) | undefined;
+
+  constructor(host: WatchdogHost, intervalMs: number, batchSize: number, groupOf?: (hold: Hold) => number) {
     this.#host = host;
     this.#intervalMs = intervalMs;
     this.#batchSize = batchSize;
+    this.#groupOf = groupOf;
   }
 
   track(hold: Hold): void {
@@ -93,8 +101,10 @@ export class Watchdog {
     let allRenewed = true;
     try {
       const batches: Promise<boolean>[] = [];
-      for (let i = 0; i < holds.length; i += this.#batchSize) {
-        batches.push(this.#host.renew(holds.slice(i, i + this.#batchSize)));
+      for (const group of this.#groups(holds)) {
+        for (let i = 0; i < group.length; i += this.#batchSize) {
+          batches.push(this.#host.renew(group.slice(i, i + this.#batchSize)));
+        }
       }
       for (const ok of await Promise.all(batches)) allRenewed &&= ok;
     } finally {
@@ -102,6 +112,20 @@ export class Watchdog {
     }
     // A failed call is retried sooner, while the leases it was renewing are still valid.
     this.#scheduleRenewal(allRenewed ? this.#intervalMs : this.retryDelayMs);
+  }
+
+  /** The holds in groups that may share a batch: all together, or one group per slot. */
+  #groups(holds: Hold[]): Iterable<Hold[]> {
+    const groupOf = this.#groupOf;
+    if (groupOf === undefined) return [holds];
+    const bySlot = new Map<number, Hold[]>();
+    for (const hold of holds) {
+      const slot = groupOf(hold);
+      const group = bySlot.get(slot);
+      if (group === undefined) bySlot.set(slot, [hold]);
+      else group.push(hold);
+    }
+    return bySlot.values();
   }
 
   #scheduleExpiry(at: number): void {

@@ -1,6 +1,8 @@
 import type { RedisConnection } from './connection.js';
 import { commandClass, IoRedisConnection, ioRedisProblem, isIoRedis } from './ioredis.js';
-import { NodeRedisConnection, nodeRedisProblem } from './node-redis.js';
+import { isNodeRedisCluster, NodeRedisConnection, nodeRedisProblem } from './node-redis.js';
+import type { NodeRedisClusterClient } from './connection.js';
+import { NodeRedisClusterConnection } from './node-redis-cluster.js';
 import { isNodeRedisSentinel, NodeRedisSentinelConnection } from './node-redis-sentinel.js';
 
 /** Why a value cannot be used as latchkey's client, and of which library it seems to be. @internal */
@@ -30,6 +32,11 @@ export function adapt(redis: unknown): RedisConnection | ClientProblem {
     if (Command === undefined)
       return { library: 'ioredis', problem: 'unknown-version', status: redis.status };
     return new IoRedisConnection(redis, Command);
+  }
+  if (isNodeRedisCluster(redis)) {
+    const cluster = redis as NodeRedisClusterClient;
+    if (cluster.isOpen === false) return { library: 'node-redis', problem: 'not-open' };
+    return new NodeRedisClusterConnection(cluster);
   }
   if (isNodeRedisSentinel(redis)) {
     if (redis.isOpen === false) return { library: 'node-redis', problem: 'not-open' };

@@ -75,10 +75,46 @@ export interface NodeRedisSentinelClient {
 }
 
 /**
- * The clients a {@link LockClient} accepts: node-redis (standalone or Sentinel) or ioredis,
- * connected.
+ * A node-redis Redis Cluster client: `createCluster()` of the `redis` package, v5 or later,
+ * connected. The parts latchkey uses; it never closes the client.
  */
-export type LockRedisClient = NodeRedisClient | NodeRedisSentinelClient | IoRedisClient;
+export interface NodeRedisClusterClient {
+  sendCommand(
+    firstKey: string | undefined,
+    isReadonly: boolean | undefined,
+    args: string[],
+    options?: { abortSignal?: AbortSignal },
+  ): Promise<unknown>;
+  /** A new cluster client with the same options; latchkey uses it as a {@link NodeRedisClusterSubscriber}. */
+  duplicate(overrides?: { minimizeConnections?: boolean }): unknown;
+  nodeClient(node: unknown): unknown;
+  /** Opened with `connect()` and not closed since. */
+  readonly isOpen?: boolean;
+  /** The slot table; node-redis makes a new one whenever it learns the cluster's layout again. */
+  readonly slots?: unknown;
+}
+
+/** The cluster client latchkey opens with `duplicate()` for its subscriptions, and closes. */
+export interface NodeRedisClusterSubscriber {
+  connect(): Promise<unknown>;
+  subscribe(channel: string, listener: MessageListener): Promise<unknown>;
+  unsubscribe(channel: string, listener: MessageListener): Promise<unknown>;
+  sSubscribe(channel: string, listener: MessageListener): Promise<unknown>;
+  sUnsubscribe(channel: string, listener: MessageListener): Promise<unknown>;
+  on(event: string, listener: (...args: unknown[]) => void): unknown;
+  destroy(): unknown;
+  /** node-redis's records of the nodes it knows (read for ref/unref of their connections). */
+  readonly masters?: unknown;
+  readonly replicas?: unknown;
+  readonly pubSubNode?: unknown;
+}
+
+/**
+ * The clients a {@link LockClient} accepts, connected: node-redis (standalone, Redis Cluster or
+ * Sentinel) or ioredis (standalone, or with `sentinels`).
+ */
+export type LockRedisClient =
+  NodeRedisClient | NodeRedisClusterClient | NodeRedisSentinelClient | IoRedisClient;
 
 /** A listener of one channel: the message and the channel it came on. @internal */
 export type MessageListener = (message: string, channel: string) => void;
@@ -144,4 +180,17 @@ export interface RedisConnection {
   readonly closed: boolean;
   /** Opens a connection of its own for subscriptions (the user's client is left as it is). */
   openSubscriber(events: SubscriberEvents): Promise<Subscriber>;
+  /**
+   * Set on a Redis Cluster: each command goes to the master of its first key's slot, so a
+   * script's keys must share one slot (renewals are grouped by slot) and a waiter is not handed
+   * locks (its client's grant channel lies in another slot than the lock).
+   */
+  readonly cluster?: boolean;
+  /**
+   * Whether unlock messages go over sharded pub/sub: scripts publish with SPUBLISH and the
+   * subscriber listens with SSUBSCRIBE. Known once {@link RedisConnection.noteServerVersion} ran.
+   */
+  readonly shardedPubSub?: boolean;
+  /** Told the server's version (from `INFO server`) before the first script runs. */
+  noteServerVersion?(version: string): void;
 }

@@ -10,6 +10,20 @@ import type {
 /** Why a value cannot be used as a node-redis client. @internal */
 export type NodeRedisProblem = 'not-a-client' | 'cluster' | 'sentinel' | 'not-open';
 
+/**
+ * Whether `redis` is a node-redis `createCluster()` client: it has `nodeClient()`, which a
+ * standalone client has not.
+ * @internal
+ */
+export function isNodeRedisCluster(redis: unknown): boolean {
+  return (
+    typeof redis === 'object' &&
+    redis !== null &&
+    typeof (redis as Candidate).sendCommand === 'function' &&
+    typeof (redis as Candidate).nodeClient === 'function'
+  );
+}
+
 type Candidate = Partial<Record<'sendCommand' | 'duplicate' | 'nodeClient' | 'getMasterNode', unknown>> & {
   readonly isOpen?: unknown;
 };

@@ -36,7 +36,7 @@ function isNoScript(error: unknown): boolean {
 }
 
 /** The EVALSHA of a script call. */
-function scriptCommand(script: LuaScript, keys: readonly string[], args: readonly string[]): string[] {
+function scriptCommand(script: ScriptVariant, keys: readonly string[], args: readonly string[]): string[] {
   const command = new Array<string>(3 + keys.length + args.length);
   command[0] = 'EVALSHA';
   command[1] = script.sha1;
@@ -45,6 +45,9 @@ function scriptCommand(script: LuaScript, keys: readonly string[], args: readonl
   for (let i = 0; i < args.length; i += 1) command[3 + keys.length + i] = args[i] as string;
   return command;
 }
+
+/** The digest and source of a script as it is sent: the script itself or its sharded twin. */
+type ScriptVariant = Pick<LuaScript, 'sha1' | 'source'>;
 
 /** A command waiting for its reply, linked into the queue of its timeout. */
 interface Pending {
@@ -142,6 +145,11 @@ export class ScriptRunner {
     return this.#connection.closed;
   }
 
+  /** See {@link RedisConnection.noteServerVersion}. */
+  noteServerVersion(version: string): void {
+    this.#connection.noteServerVersion?.(version);
+  }
+
   constructor(connection: RedisConnection, timeoutMs: number) {
     this.#connection = connection;
     this.#timeoutMs = timeoutMs;
@@ -153,15 +161,21 @@ export class ScriptRunner {
     args: readonly string[],
     timeoutMs = this.#timeoutMs,
   ): Promise<unknown> {
-    const command = scriptCommand(script, keys, args);
+    const variant = this.#variant(script);
+    const command = scriptCommand(variant, keys, args);
     try {
       return await this.send(command, timeoutMs);
     } catch (error) {
       if (!isNoScript(error)) throw error;
       command[0] = 'EVAL';
-      command[1] = script.source;
+      command[1] = variant.source;
       return this.send(command, timeoutMs);
     }
+  }
+
+  /** The script as this connection runs it: on a cluster with sharded pub/sub, its twin that publishes with SPUBLISH. */
+  #variant(script: LuaScript): ScriptVariant {
+    return script.sharded !== undefined && this.#connection.shardedPubSub === true ? script.sharded : script;
   }
 
   /**
@@ -188,7 +202,8 @@ export class ScriptRunner {
     timeoutMs: number,
     thenTimeoutMs: number,
   ): Promise<{ readonly reply: unknown; readonly then: unknown }> {
-    const command = scriptCommand(script, keys, args);
+    const variant = this.#variant(script);
+    const command = scriptCommand(variant, keys, args);
     let [reply, after] = this.#sendPair(command, then, timeoutMs, thenTimeoutMs);
     let value: unknown;
     try {
@@ -197,7 +212,7 @@ export class ScriptRunner {
       if (!isNoScript(error)) throw error;
       // The WAIT behind a refused EVALSHA counted nothing new: both go again.
       command[0] = 'EVAL';
-      command[1] = script.source;
+      command[1] = variant.source;
       [reply, after] = this.#sendPair(command, then, timeoutMs, thenTimeoutMs);
       value = await reply;
     }

@@ -9,4 +9,9 @@ export interface LuaScript {
   readonly numberOfKeys: number | null;
   readonly sha1: string;
   readonly source: string;
+  /**
+   * The same script publishing with SPUBLISH instead of PUBLISH, for sharded pub/sub on a Redis
+   * Cluster; absent when the script publishes nothing.
+   */
+  readonly sharded?: { readonly sha1: string; readonly source: string };
 }

@@ -161,9 +161,9 @@ describe.skipIf(TEST_CLIENT === 'ioredis')('clients and their adapters', () => {
         ['node-redis client is not connected', '`await client.connect()`'],
       ],
       [
-        'a node-redis Cluster client',
+        'a node-redis Cluster client not connected',
         () => Promise.resolve(createCluster({ rootNodes: [{ url: server.url }] })),
-        ['Redis Cluster clients are not supported yet', 'node-redis createCluster()'],
+        ['the node-redis client is not connected', '`await client.connect()`'],
       ],
       [
         'a node-redis Sentinel client not connected yet',
@@ -196,7 +196,7 @@ describe.skipIf(TEST_CLIENT === 'ioredis')('clients and their adapters', () => {
           made.push({ close: () => client.disconnect() });
           return Promise.resolve(client);
         },
-        ['Redis Cluster clients are not supported yet', 'ioredis Cluster'],
+        ['ioredis Cluster clients are not supported', 'node-redis createCluster()'],
       ],
       [
         'an ioredis Sentinel client with lazyConnect, not connected yet',

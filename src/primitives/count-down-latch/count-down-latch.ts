@@ -99,7 +99,7 @@ export class CountDownLatch {
     this.#engine = engine;
     this.#name = name;
     const key = lockKey(keyPrefix, name);
-    this.#target = { key, channel: latchChannel(key) };
+    this.#target = { key, channel: latchChannel(key, engine.cluster) };
   }
 
   /** The latch's name. */

@@ -1,0 +1,58 @@
+/**
+ * What a Redis Cluster needs from the scripts and the adapter, without a server: every script
+ * that publishes has a sharded twin that publishes nothing with PUBLISH, and commands are routed
+ * by the right key.
+ */
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { firstKeyOf } from '../../src/redis/node-redis-cluster.js';
+import { luaScripts } from '../../src/scripts/generated.js';
+import type { LuaScript } from '../../src/scripts/script.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const { shardedTwin } = (await import(join(root, 'scripts', 'build-lua.mjs'))) as {
+  shardedTwin: (source: string) => { sha1: string; source: string } | undefined;
+};
+
+const PUBLISH = /redis\.p?call\('publish'/;
+
+describe('sharded twins of the scripts', () => {
+  const scripts: readonly LuaScript[] = Object.values(luaScripts);
+
+  it('exist exactly for the scripts that publish, with PUBLISH made SPUBLISH and nothing else changed', () => {
+    expect(scripts.filter((script) => script.sharded !== undefined).length).toBeGreaterThan(20);
+    for (const script of scripts) {
+      const twin = script.sharded;
+      expect({ name: script.name, twin: twin !== undefined }).toEqual({
+        name: script.name,
+        twin: PUBLISH.test(script.source),
+      });
+      if (twin === undefined) continue;
+      expect(twin.source).not.toMatch(PUBLISH);
+      expect(twin.source.replaceAll("'spublish'", "'publish'")).toBe(script.source);
+      expect(twin.sha1).toBe(createHash('sha1').update(twin.source).digest('hex'));
+    }
+  });
+
+  it('turns call and pcall alike', () => {
+    const twin = shardedTwin("redis.call('publish', a, '0')\nlocal n = redis.pcall('publish', b, '1')\n");
+    expect(twin?.source).toBe("redis.call('spublish', a, '0')\nlocal n = redis.pcall('spublish', b, '1')\n");
+    expect(shardedTwin("return redis.call('get', KEYS[1])")).toBeUndefined();
+  });
+});
+
+describe('routing on a cluster', () => {
+  it.each([
+    [['EVALSHA', 'abc', '2', 'lock', 'queue', 'arg'], 'lock'],
+    [['EVAL', 'return 1', '1', '{t}:x'], '{t}:x'],
+    [['EVALSHA', 'abc', '0', 'arg'], undefined],
+    [['HGET', 'lock', 'field'], 'lock'],
+    [['PTTL', 'lock'], 'lock'],
+    [['INFO', 'server'], undefined],
+    [['CLUSTER', 'SLOTS'], undefined],
+  ])('%j goes by %j', (args, key) => {
+    expect(firstKeyOf(args)).toBe(key);
+  });
+});
