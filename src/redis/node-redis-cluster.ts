@@ -93,6 +93,31 @@ export class NodeRedisClusterConnection implements RedisConnection {
     return reply;
   }
 
+  /**
+   * A write and the `WAIT` for it, both to the master of the write's first key. The `WAIT` goes
+   * out once the write's reply is in, not right behind it: node-redis follows a MOVED or ASK by
+   * sending the write again to another node, and a `WAIT` already written to the first node
+   * would then count that node's replicas, not the write's. Once the reply is in, the slot
+   * table knows where the write went. So on a cluster `syncReplicas` costs a second round trip.
+   */
+  sendPair(first: string[], second: string[], signal?: AbortSignal): [Promise<unknown>, Promise<unknown>] {
+    const key = firstKeyOf(first);
+    const reply = this.send(first, signal);
+    const after = reply.then(
+      () =>
+        this.#client.sendCommand(
+          key,
+          false,
+          second,
+          signal === undefined ? undefined : { abortSignal: signal },
+        ),
+      () => {
+        throw new Error('The write was not answered, so nothing was waited for');
+      },
+    );
+    return [reply, after];
+  }
+
   async openSubscriber(events: SubscriberEvents): Promise<Subscriber> {
     const subscription = new ClusterSubscription(
       () => this.#client.duplicate({ minimizeConnections: true }) as NodeRedisClusterSubscriber,

@@ -7,7 +7,7 @@
  * many slots at once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LockClient } from '../../src/index.js';
+import { LockClient, ReplicationError } from '../../src/index.js';
 import { keySlot } from '../../src/redis/slot.js';
 import { connectCluster, startCluster, type LocalCluster } from '../support/cluster.js';
 import { sleep, waitUntil } from '../support/wait.js';
@@ -344,6 +344,44 @@ describe('the watchdog on a cluster', () => {
       await Promise.all([...leases, ...readers].map((lease) => lease.release()));
     } finally {
       await locks.close();
+      redis.destroy();
+    }
+  });
+});
+
+/** How many WAIT commands the node on `port` has run (INFO commandstats). */
+async function waitCalls(port: number): Promise<number> {
+  const info = String(await cluster.command(port, ['INFO', 'commandstats']));
+  return Number(/cmdstat_wait:calls=(\d+)/.exec(info)?.[1] ?? 0);
+}
+
+describe('syncReplicas on a cluster', () => {
+  it("waits for the replica of the lock's own master, and rolls a grant back when too few acknowledge", async () => {
+    const name = `synced-${(run += 1)}`;
+    const master = await cluster.masterOf(keySlot(name));
+    const redis = await connectCluster(cluster);
+    // Each master has one replica: one acknowledgement can be had, two never.
+    const one = new LockClient(redis, { syncReplicas: { count: 1, timeoutMs: 200 } });
+    const two = new LockClient(redis, { syncReplicas: { count: 2, timeoutMs: 100 } });
+    try {
+      const waitsBefore = await waitCalls(master);
+      const lease = await one.lock(name).acquire({ waitMs: 2_000 });
+      // The WAIT went to the master that holds the key, and its replica acknowledged it.
+      expect(await waitCalls(master)).toBeGreaterThan(waitsBefore);
+      await lease.release();
+
+      const error = await two
+        .lock(name)
+        .acquire({ waitMs: 400 })
+        .then(
+          () => undefined,
+          (reason: unknown) => reason,
+        );
+      expect(error).toBeInstanceOf(ReplicationError);
+      expect(await redisA.exists(name)).toBe(0);
+    } finally {
+      await one.close();
+      await two.close();
       redis.destroy();
     }
   });
