@@ -83,6 +83,17 @@ function checkMasters(masters: unknown): RedisConnection[] {
     seen.add(redis);
     const adapted = adapt(redis);
     if (!isConnection(adapted)) throw new InvalidArgumentError(masterProblem(index, redis, adapted));
+    // A LockClient takes these; Redlock's masters must be independent single servers.
+    if (adapted.cluster === true) {
+      throw new InvalidArgumentError(
+        masterProblem(index, redis, { library: 'node-redis', problem: 'cluster' }),
+      );
+    }
+    if (adapted.library === 'node-redis-sentinel') {
+      throw new InvalidArgumentError(
+        masterProblem(index, redis, { library: 'node-redis', problem: 'sentinel' }),
+      );
+    }
     return adapted;
   });
 }

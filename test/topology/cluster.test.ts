@@ -7,7 +7,7 @@
  * many slots at once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LockClient, ReplicationError } from '../../src/index.js';
+import { InvalidArgumentError, LockClient, RedlockClient, ReplicationError } from '../../src/index.js';
 import { keySlot } from '../../src/redis/slot.js';
 import { connectCluster, startCluster, type LocalCluster } from '../support/cluster.js';
 import { sleep, waitUntil } from '../support/wait.js';
@@ -384,5 +384,19 @@ describe('syncReplicas on a cluster', () => {
       await two.close();
       redis.destroy();
     }
+  });
+});
+
+describe('Redlock and cluster clients', () => {
+  it('refuses a cluster client as a Redlock master before sending anything', () => {
+    const message = (() => {
+      try {
+        new RedlockClient([redisA, redisB, redisA.duplicate()]);
+        return 'accepted';
+      } catch (error) {
+        return error instanceof InvalidArgumentError ? error.message : String(error);
+      }
+    })();
+    expect(message).toMatch(/masters\[0\].*Cluster client: Redlock needs independent masters/);
   });
 });
