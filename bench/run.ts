@@ -7,6 +7,8 @@
 //   --scenario <name,...>    run only these scenarios (e.g. handoff, contended, contended-8)
 // With --only or --scenario, results of an earlier run of the same kind (quick or full) in the
 // output directory are kept and only the rerun entries replaced.
+// A full run of everything then runs the topology benchmarks (bench/cluster.ts, bench/redlock.ts).
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, arch, release, type } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -35,6 +37,12 @@ const GROUPS: Readonly<Record<string, { readonly names: readonly string[] }>> = 
   manyKeys,
 };
 const PROCESSES = 4;
+/**
+ * Benchmarks of the other topologies (a local cluster; three masters for Redlock), each its own
+ * script writing bench/results/<name>.md; `npm run bench:cluster` and `npm run bench:redlock` run
+ * one alone.
+ */
+const TOPOLOGY_BENCHES = ['cluster.ts', 'redlock.ts'] as const;
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const rootDir = resolve(benchDir, '..');
 
@@ -276,6 +284,18 @@ async function main(): Promise<void> {
     console.log(`\nwrote ${join(cli.out, 'latest.{json,md,svg}')}`);
   } finally {
     await stopRedis();
+  }
+  // The topologies each start servers of their own: after the main run, in a full run of every
+  // contender and scenario only.
+  if (!cli.quick && cli.scenarios === undefined && cli.only.length === CONTENDER_NAMES.length) {
+    for (const script of TOPOLOGY_BENCHES) {
+      console.log(`\n== ${script}`);
+      const run = spawnSync(process.execPath, ['--import', 'tsx', join(benchDir, script)], {
+        cwd: rootDir,
+        stdio: 'inherit',
+      });
+      if (run.status !== 0) console.log(`  ${script} failed (exit ${run.status ?? run.signal})`);
+    }
   }
 }
 
