@@ -1,5 +1,6 @@
 // The registry of contender adapters, by the key used in results and on the command line.
 import { floor2Evalsha } from './floor-2evalsha.js';
+import { floorPubsub } from './floor-pubsub.js';
 import { floorSetnx } from './floor-setnx.js';
 import { latchkey } from './latchkey.js';
 import {
@@ -25,6 +26,7 @@ export const ADAPTERS: Readonly<Record<ContenderName, Adapter>> = {
   'simple-redis-mutex': simpleRedisMutex,
   'floor-setnx': floorSetnx,
   'floor-2evalsha': floor2Evalsha,
+  'floor-pubsub': floorPubsub,
   'latchkey-fenced': latchkeyFenced,
   'latchkey-simple': latchkeySimple,
   'latchkey-fair': latchkeyFair,

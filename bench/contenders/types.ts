@@ -9,6 +9,7 @@ export const CONTENDER_NAMES = [
   'simple-redis-mutex',
   'floor-setnx',
   'floor-2evalsha',
+  'floor-pubsub',
   'latchkey-fenced',
   'latchkey-simple',
   'latchkey-fair',
@@ -40,6 +41,11 @@ export interface Capabilities {
   readonly kind?: string;
   /** A semaphore: the session takes `permits` from {@link SessionOptions} (default 1). */
   readonly permits?: boolean;
+  /**
+   * Scenario names a floor is made for (e.g. only the hand-off); every other scenario skips it.
+   * Undefined: every scenario that can run it.
+   */
+  readonly scenarios?: readonly string[];
 }
 
 export interface SessionOptions {
