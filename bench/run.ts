@@ -123,6 +123,7 @@ async function environment(redisVersion: string, quick: boolean, spawned: boolea
       redis: version('redis'),
       ioredis: version('ioredis'),
       redlock: version('redlock'),
+      '@sesamecare-oss/redlock': version('@sesamecare-oss/redlock'),
       'redis-semaphore': version('redis-semaphore'),
       'node-redisson': version('node-redisson'),
       'simple-redis-mutex': version('simple-redis-mutex'),

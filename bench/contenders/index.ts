@@ -15,12 +15,14 @@ import { nodeRedisson } from './node-redisson.js';
 import { redisSemaphore } from './redis-semaphore.js';
 import { rsMultiSemaphore, rsSemaphore } from './redis-semaphore-kinds.js';
 import { redlock } from './redlock.js';
+import { sesameRedlock } from './sesame-redlock.js';
 import { simpleRedisMutex } from './simple-redis-mutex.js';
 import type { Adapter, ContenderName } from './types.js';
 
 export const ADAPTERS: Readonly<Record<ContenderName, Adapter>> = {
   latchkey,
   redlock,
+  'sesame-redlock': sesameRedlock,
   'redis-semaphore': redisSemaphore,
   'node-redisson': nodeRedisson,
   'simple-redis-mutex': simpleRedisMutex,

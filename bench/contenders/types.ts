@@ -4,6 +4,7 @@
 export const CONTENDER_NAMES = [
   'latchkey',
   'redlock',
+  'sesame-redlock',
   'redis-semaphore',
   'node-redisson',
   'simple-redis-mutex',
