@@ -3,8 +3,14 @@
 import type { Metrics } from './scenarios/common.js';
 import type { Results } from './results-model.js';
 
-const PEERS = ['redlock', 'redis-semaphore', 'node-redisson', 'simple-redis-mutex'] as const;
-const POLLING = ['redlock', 'redis-semaphore'] as const;
+const PEERS = [
+  'redlock',
+  'sesame-redlock',
+  'redis-semaphore',
+  'node-redisson',
+  'simple-redis-mutex',
+] as const;
+const POLLING = ['redlock', 'sesame-redlock', 'redis-semaphore'] as const;
 const SCENARIO_ORDER = [
   'uncontended',
   'uncontended-distinct',
@@ -22,7 +28,7 @@ const DESCRIPTIONS: Readonly<Record<string, string>> = {
     "acquire + release of one key, one cycle after another. Every contender is measured in the same worker process over the same stretch of time, each with its own session (its own clients): after all have connected, the cycles run in blocks of 100 handed round-robin from contender to contender, the first contender moving one place each round; the first rounds are a warm-up and not recorded (2 of 12 quick, 10 of 60 full), the rest give 1,000 (quick) or 5,000 (full) cycles per contender. p50Ms/p99Ms: over all of a contender's recorded cycles; opsPerSec: its recorded cycles over the summed time of its own blocks. So machine noise and warm-up order fall on every contender alike and their p50s can be compared. A contender that throws or stalls (30 s per block) is failed alone and the others go on; an unhandled rejection counts against the contender whose step (connect, block, close) was running. roundTripsPerCycle: requests the client sent per cycle, counted by a proxy in a separate pass afterwards, one contender at a time.",
   'uncontended-distinct': 'the same on a fresh key every cycle (same metric names).',
   handoff:
-    "a holder in one process releases while a waiter in another is blocked in acquire (the parent waits for the waiter to report it called acquire, then 25 ms, 15 ms in a quick run); from the stamp right before release() to the stamp right after the waiter's acquire resolved. Polling peers are capped in time (target 500 handoffs full / 200 quick; polling peers stop after 90 s full / 8 s quick and need at least 200 / 20; the count measured is in the handoffs column).",
+    "a holder in one process releases while a waiter in another is blocked in acquire (the parent waits for the waiter to report it called acquire, then 25 ms, 15 ms in a quick run); from the stamp right before release() to the stamp right after the waiter's acquire resolved. Polling peers are capped in time (target 500 handoffs full / 200 quick; polling peers stop after 90 s full / 8 s quick and need at least 200 / 20; the count measured is in the handoffs column). `floor-pubsub` is the floor of a hand-off by pub/sub: the holder's one EVALSHA gives the lock to the queued waiter and PUBLISHes, and the waiter in the other process is done when the message arrives.",
   'contended-8':
     '8 contenders over 4 processes, one key, 1 ms hold (a real timer await), no think time, fixed duration after a common start. acqPerSec, jain, maxWaitMs from the timing pass; cmdsPerAcq (INFO commandstats delta, script-internal calls included, INFO itself excluded) and redisCpuUsPerAcq (used_cpu_user+sys delta) from the same pass; roundTripsPerAcq from a separate pass through a counting proxy (requests the clients sent). giveUps: times the library gave up at its defaults and the adapter asked again.',
   'contended-32': 'the same with 32 contenders.',
@@ -173,8 +179,16 @@ const KIND_ROWS: readonly {
   readonly kind: string;
   readonly peers: readonly string[];
 }[] = [
-  { contender: 'latchkey', kind: 'lock (reentrant)', peers: ['node-redisson', 'redis-semaphore', 'redlock'] },
-  { contender: 'latchkey-fenced', kind: 'fenced lock', peers: ['node-redisson', 'redlock'] },
+  {
+    contender: 'latchkey',
+    kind: 'lock (reentrant)',
+    peers: ['node-redisson', 'redis-semaphore', 'redlock', 'sesame-redlock'],
+  },
+  {
+    contender: 'latchkey-fenced',
+    kind: 'fenced lock',
+    peers: ['node-redisson', 'redlock', 'sesame-redlock'],
+  },
   { contender: 'latchkey-simple', kind: 'simple lock', peers: ['simple-redis-mutex', 'redis-semaphore'] },
   { contender: 'latchkey-fair', kind: 'fair lock', peers: [] },
   { contender: 'latchkey-rw', kind: 'read-write lock (write)', peers: [] },
@@ -308,9 +322,10 @@ export function renderMarkdown(results: Results): string {
     '## How the numbers are taken',
     '',
     '- The uncontended scenarios run every contender in one worker process, interleaved (see there). For every other scenario each contender runs in its own pool of 4 worker processes (tsx children); contended runs start together on a barrier. Times are `process.hrtime.bigint()` (one monotonic clock for every process); latency percentiles come from HdrHistogram.',
+    '- `sesame-redlock` is @sesamecare-oss/redlock (on ioredis, the only client it takes); `redlock` is redlock 4.',
     '- Round trips are counted by a small TCP proxy in front of Redis (requests the clients sent, scripts counted once), in a pass separate from the timing pass; commands and CPU come from INFO deltas of the timing pass.',
     '- Every critical section (acquire resolved to release called) of every process is merged and checked for overlap; overlaps or unhandled rejections fail the run.',
-    '- Peers run at their defaults; where the defaults make a peer give up under contention (redlock after 10 retries, redis-semaphore after 10 s), the adapter asks again and counts it (`giveUps`).',
+    '- Peers run at their defaults; where the defaults make a peer give up under contention (redlock and sesame-redlock after 10 retries, redis-semaphore after 10 s), the adapter asks again and counts it (`giveUps`).',
     '',
   );
   return `${lines.join('\n')}\n`;

@@ -14,7 +14,7 @@ import { cpus, loadavg, arch, release, type } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ADAPTERS } from './contenders/index.js';
-import { CONTENDER_NAMES, type ContenderName } from './contenders/types.js';
+import { CONTENDER_NAMES, type Adapter, type ContenderName } from './contenders/types.js';
 import { spawnWorkers, type WorkerHandle } from './ipc.js';
 import { flushIfOwned, info, startBenchRedis } from './redis.js';
 import { renderMarkdown, renderSvg } from './report.js';
@@ -43,6 +43,13 @@ const PROCESSES = 4;
  * one alone.
  */
 const TOPOLOGY_BENCHES = ['cluster.ts', 'redlock.ts'] as const;
+/**
+ * Peers the benchmark would compare but cannot install, each with the reason; they go into every
+ * run's notes so a reader does not take their absence for an oversight.
+ */
+const NOT_COMPARED: readonly string[] = [
+  'redlock-universal is not compared: every published version (0.6.5 to 0.8.5) declares engines node >=22, while latchkey supports Node 20 and this benchmark runs on it.',
+];
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const rootDir = resolve(benchDir, '..');
 
@@ -116,13 +123,14 @@ async function environment(redisVersion: string, quick: boolean, spawned: boolea
       redis: version('redis'),
       ioredis: version('ioredis'),
       redlock: version('redlock'),
+      '@sesamecare-oss/redlock': version('@sesamecare-oss/redlock'),
       'redis-semaphore': version('redis-semaphore'),
       'node-redisson': version('node-redisson'),
       'simple-redis-mutex': version('simple-redis-mutex'),
     },
     redisServer: spawned ? 'started by the harness (--save "" --appendonly no, loopback)' : 'REDIS_URL',
     processes: PROCESSES,
-    notes: [],
+    notes: [...NOT_COMPARED],
   });
 }
 
@@ -135,6 +143,13 @@ function previous(out: string, quick: boolean): Results | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Why a floor made for other scenarios sits out one with these names, or undefined. */
+function outside(adapter: Adapter, names: readonly string[]): string | undefined {
+  const only = adapter.caps.scenarios;
+  if (only === undefined || names.some((name) => only.includes(name))) return undefined;
+  return `floor for the ${only.join(', ')} scenario only`;
 }
 
 function reason(error: unknown): string {
@@ -158,8 +173,10 @@ async function main(): Promise<void> {
     const env = await environment(server.get('redis_version') ?? 'unknown', cli.quick, redis.spawned);
     const partial = cli.only.length < CONTENDER_NAMES.length || cli.scenarios !== undefined;
     const results = (partial ? previous(cli.out, cli.quick) : undefined) ?? emptyResults(env);
-    const keptNotes = results.env.notes.filter((note) => !note.startsWith('harness:'));
-    results.env = { ...env, notes: keptNotes };
+    const keptNotes = results.env.notes.filter(
+      (note) => !note.startsWith('harness:') && !env.notes.includes(note),
+    );
+    results.env = { ...env, notes: [...env.notes, ...keptNotes] };
     if (partial)
       results.env.notes.push(
         `harness: partial rerun (${process.argv.slice(2).join(' ')}) merged into earlier results`,
@@ -178,11 +195,18 @@ async function main(): Promise<void> {
     for (const scenario of INTERLEAVED.filter((s) => s.names.some(wanted))) {
       console.log(`\n== ${scenario.names.join(', ')}: every contender in one process, interleaved`);
       const scenarioStart = Date.now();
-      const adapters = cli.only.map((name) => ADAPTERS[name]);
+      const adapters: Adapter[] = [];
+      for (const name of cli.only) {
+        const skip = outside(ADAPTERS[name], scenario.names);
+        if (skip === undefined) adapters.push(ADAPTERS[name]);
+        else
+          for (const n of scenario.names.filter(wanted)) show(n, name, { status: 'skipped', reason: skip });
+      }
+      if (adapters.length === 0) continue;
       const fail = (status: 'failed' | 'skipped', why: string): Record<string, Record<string, Outcome>> => {
         const outcome: Outcome = { status, reason: why };
         return Object.fromEntries(
-          scenario.names.map((n) => [n, Object.fromEntries(cli.only.map((c) => [c, outcome]))]),
+          scenario.names.map((n) => [n, Object.fromEntries(adapters.map((a) => [a.name, outcome]))]),
         );
       };
       const measure = async (): Promise<Record<string, Record<string, Outcome>>> => {
@@ -227,7 +251,7 @@ async function main(): Promise<void> {
       const contenderStart = Date.now();
       const runnable: Scenario[] = [];
       for (const scenario of selected) {
-        const skip = scenario.skip?.(adapter);
+        const skip = outside(adapter, scenario.names) ?? scenario.skip?.(adapter);
         if (skip === undefined) runnable.push(scenario);
         else
           for (const n of scenario.names.filter(wanted)) show(n, name, { status: 'skipped', reason: skip });

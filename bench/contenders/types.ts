@@ -4,11 +4,13 @@
 export const CONTENDER_NAMES = [
   'latchkey',
   'redlock',
+  'sesame-redlock',
   'redis-semaphore',
   'node-redisson',
   'simple-redis-mutex',
   'floor-setnx',
   'floor-2evalsha',
+  'floor-pubsub',
   'latchkey-fenced',
   'latchkey-simple',
   'latchkey-fair',
@@ -40,6 +42,11 @@ export interface Capabilities {
   readonly kind?: string;
   /** A semaphore: the session takes `permits` from {@link SessionOptions} (default 1). */
   readonly permits?: boolean;
+  /**
+   * Scenario names a floor is made for (e.g. only the hand-off); every other scenario skips it.
+   * Undefined: every scenario that can run it.
+   */
+  readonly scenarios?: readonly string[];
 }
 
 export interface SessionOptions {

@@ -1,0 +1,98 @@
+// Floor of a pub/sub hand-off: the releasing process sends one EVALSHA whose script hands the
+// lock to the queued waiter and PUBLISHes its token; the waiter, in another process, is done
+// when the message arrives on its subscriber connection. A waiter woken by pub/sub cannot get
+// the lock in less (one script call, one message), so latchkey's handoff is held against this.
+// It takes a free lock with the same script (SET NX, or queue the token when taken), so it also
+// guards the hand-off it measures; it has no timeout, renewal or cleanup of a waiter that left,
+// and runs in the handoff scenario only.
+import { randomBytes } from 'node:crypto';
+import { createClient } from 'redis';
+import type { Adapter, Held, Session, SessionOptions } from './types.js';
+
+/** KEYS: the lock, its queue of waiting tokens. ARGV: token, lease in ms. 1 taken, 0 queued. */
+const TAKE_OR_QUEUE = `if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return 1
+end
+redis.call('rpush', KEYS[2], ARGV[1])
+return 0`;
+
+/**
+ * KEYS: the lock, its queue. ARGV: token, lease in ms, channel. Gives the lock to the first
+ * queued token and publishes that token, or deletes it when nobody waits; 0 if not the owner.
+ */
+const RELEASE_AND_PUBLISH = `if redis.call('get', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+local next = redis.call('lpop', KEYS[2])
+if next then
+  redis.call('set', KEYS[1], next, 'PX', ARGV[2])
+  redis.call('publish', ARGV[3], next)
+else
+  redis.call('del', KEYS[1])
+end
+return 1`;
+
+const LEASE_MS = 30_000;
+
+async function connect(options: SessionOptions): Promise<Session> {
+  const redis = createClient({ url: options.url, name: options.name });
+  redis.on('error', () => undefined);
+  await redis.connect();
+  const subscriber = redis.duplicate();
+  subscriber.on('error', () => undefined);
+  await subscriber.connect();
+  const takeSha = await redis.scriptLoad(TAKE_OR_QUEUE);
+  const releaseSha = await redis.scriptLoad(RELEASE_AND_PUBLISH);
+  const lease = String(options.leaseMs ?? LEASE_MS);
+  /** Waiters of this session by token, resolved by the message that names them. */
+  const granted = new Map<string, () => void>();
+  const subscribed = new Set<string>();
+  const onMessage = (token: string): void => {
+    const resolve = granted.get(token);
+    granted.delete(token);
+    resolve?.();
+  };
+
+  const hold = (key: string, channel: string, token: string): Held => ({
+    release: async () => {
+      await redis.sendCommand(['EVALSHA', releaseSha, '2', key, `${key}:queue`, token, lease, channel]);
+    },
+  });
+
+  return {
+    giveUps: 0,
+    async acquire(key: string): Promise<Held> {
+      const channel = `${key}:granted`;
+      // Subscribed before the first attempt and kept, so no grant can come before the listener.
+      if (!subscribed.has(channel)) {
+        await subscriber.subscribe(channel, onMessage);
+        subscribed.add(channel);
+      }
+      const token = randomBytes(16).toString('hex');
+      const grant = new Promise<void>((resolve) => granted.set(token, resolve));
+      const reply: unknown = await redis.sendCommand([
+        'EVALSHA',
+        takeSha,
+        '2',
+        key,
+        `${key}:queue`,
+        token,
+        lease,
+      ]);
+      if (reply === 1) granted.delete(token);
+      else await grant;
+      return hold(key, channel, token);
+    },
+    close(): Promise<void> {
+      subscriber.destroy();
+      redis.destroy();
+      return Promise.resolve();
+    },
+  };
+}
+
+export const floorPubsub: Adapter = {
+  name: 'floor-pubsub',
+  caps: { wait: 'pubsub', reentrant: false, renews: false, floor: true, scenarios: ['handoff'] },
+  connect,
+};
