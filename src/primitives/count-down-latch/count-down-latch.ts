@@ -134,6 +134,7 @@ export class CountDownLatch {
       (requestKey, recordTtlMs) =>
         LATCH_PROTOCOL.trySetCount(this.#target, requestKey, checked, ttlMs, recordTtlMs),
       `setting the count of latch "${this.#name}"`,
+      `The count of latch "${this.#name}" was set`,
     );
     return this.#decoded(LATCH_PROTOCOL.trySetCountOutcome(reply), reply, 'setting the count');
   }
@@ -158,6 +159,7 @@ export class CountDownLatch {
     const reply = await this.#write(
       (requestKey, recordTtlMs) => LATCH_PROTOCOL.countDown(this.#target, requestKey, recordTtlMs),
       `counting down latch "${this.#name}"`,
+      `Latch "${this.#name}" was counted down`,
     );
     return this.#decoded(LATCH_PROTOCOL.countDownOutcome(reply), reply, 'counting down');
   }
@@ -222,9 +224,10 @@ export class CountDownLatch {
    */
   async delete(): Promise<boolean> {
     // Deleting twice is deleting once: safe to retry as it is.
-    const reply = await this.#engine.call(
+    const reply = await this.#replicated(
       LATCH_PROTOCOL.delete(this.#target),
       `deleting latch "${this.#name}"`,
+      `Latch "${this.#name}" was deleted`,
     );
     return this.#decoded(LATCH_PROTOCOL.deleteOutcome(reply), reply, 'deleting');
   }
@@ -244,15 +247,35 @@ export class CountDownLatch {
    * Runs a write made safe to retry by a fresh request key, retried on transient failures for
    * a bounded time.
    */
-  #write(call: (requestKey: string, recordTtlMs: number) => ScriptCall, doing: string): Promise<unknown> {
+  #write(
+    call: (requestKey: string, recordTtlMs: number) => ScriptCall,
+    doing: string,
+    done: string,
+  ): Promise<unknown> {
     const engine = this.#engine;
     const retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, 2 * engine.commandTimeoutMs));
     const recordTtlMs = retryMs + engine.commandTimeoutMs + RECORD_MARGIN_MS;
-    return engine.call(
+    return this.#replicated(
       call(engine.requestKey(this.#target.key), recordTtlMs),
       doing,
+      done,
       performance.now() + retryMs,
     );
+  }
+
+  /**
+   * Runs a write; with `syncReplicas`, the wait for replicas goes right behind it. A latch's
+   * writes cannot be undone once applied: a count-down (or a delete) may already have opened
+   * the latch and woken its waiters, and a count just set may already have been counted down
+   * by another process. So a write too few replicas acknowledged resolves as usual, and the
+   * shortfall is reported as a ReplicationError on the `error` event, as a lock's release is.
+   * Rejecting instead would invite a retry that counts down twice.
+   */
+  async #replicated(call: ScriptCall, doing: string, done: string, until?: number): Promise<unknown> {
+    const { reply, acknowledged } = await this.#engine.syncedCall(call, doing, until);
+    const shortfall = this.#engine.shortfall(acknowledged, done);
+    if (shortfall !== undefined) this.#engine.reportError(shortfall);
+    return reply;
   }
 
   #decoded<T>(value: T | undefined, reply: unknown, doing: string): T {
