@@ -21,6 +21,9 @@ const MAX_COUNT = Number.MAX_SAFE_INTEGER;
 const SET_OPTIONS = ['ttlMs'] as const;
 const AWAIT_OPTIONS = ['waitMs', 'signal'] as const;
 
+/** What a write's reply says it did, as the start of a sentence; false: it changed nothing. */
+type Done = (reply: unknown) => string | false;
+
 /**
  * Options of {@link CountDownLatch.trySetCount}.
  *
@@ -134,7 +137,8 @@ export class CountDownLatch {
       (requestKey, recordTtlMs) =>
         LATCH_PROTOCOL.trySetCount(this.#target, requestKey, checked, ttlMs, recordTtlMs),
       `setting the count of latch "${this.#name}"`,
-      `The count of latch "${this.#name}" was set`,
+      (written) =>
+        LATCH_PROTOCOL.trySetCountOutcome(written) === true && `The count of latch "${this.#name}" was set`,
     );
     return this.#decoded(LATCH_PROTOCOL.trySetCountOutcome(reply), reply, 'setting the count');
   }
@@ -159,7 +163,7 @@ export class CountDownLatch {
     const reply = await this.#write(
       (requestKey, recordTtlMs) => LATCH_PROTOCOL.countDown(this.#target, requestKey, recordTtlMs),
       `counting down latch "${this.#name}"`,
-      `Latch "${this.#name}" was counted down`,
+      (written) => LATCH_PROTOCOL.countDownCounted(written) && `Latch "${this.#name}" was counted down`,
     );
     return this.#decoded(LATCH_PROTOCOL.countDownOutcome(reply), reply, 'counting down');
   }
@@ -227,7 +231,7 @@ export class CountDownLatch {
     const reply = await this.#replicated(
       LATCH_PROTOCOL.delete(this.#target),
       `deleting latch "${this.#name}"`,
-      `Latch "${this.#name}" was deleted`,
+      (written) => LATCH_PROTOCOL.deleteOutcome(written) === true && `Latch "${this.#name}" was deleted`,
     );
     return this.#decoded(LATCH_PROTOCOL.deleteOutcome(reply), reply, 'deleting');
   }
@@ -250,7 +254,7 @@ export class CountDownLatch {
   #write(
     call: (requestKey: string, recordTtlMs: number) => ScriptCall,
     doing: string,
-    done: string,
+    done: Done,
   ): Promise<unknown> {
     const engine = this.#engine;
     const retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, 2 * engine.commandTimeoutMs));
@@ -267,13 +271,16 @@ export class CountDownLatch {
    * Runs a write; with `syncReplicas`, the wait for replicas goes right behind it. A latch's
    * writes cannot be undone once applied: a count-down (or a delete) may already have opened
    * the latch and woken its waiters, and a count just set may already have been counted down
-   * by another process. So a write too few replicas acknowledged resolves as usual, and the
-   * shortfall is reported as a ReplicationError on the `error` event, as a lock's release is.
-   * Rejecting instead would invite a retry that counts down twice.
+   * by another process. So a write that changed the latch (`done` says whether it did, and
+   * what) and that too few replicas acknowledged resolves as usual, and the shortfall is
+   * reported as a ReplicationError on the `error` event, as a lock's release is. Rejecting
+   * instead would invite the caller to call again: a second count-down, with a request id of
+   * its own, would count twice.
    */
-  async #replicated(call: ScriptCall, doing: string, done: string, until?: number): Promise<unknown> {
+  async #replicated(call: ScriptCall, doing: string, done: Done, until?: number): Promise<unknown> {
     const { reply, acknowledged } = await this.#engine.syncedCall(call, doing, until);
-    const shortfall = this.#engine.shortfall(acknowledged, done);
+    const what = done(reply);
+    const shortfall = what === false ? undefined : this.#engine.shortfall(acknowledged, what);
     if (shortfall !== undefined) this.#engine.reportError(shortfall);
     return reply;
   }
