@@ -148,7 +148,10 @@ export class CountDownLatch {
    * Counted once however often it is retried: the call carries a request id and a retried copy
    * of it (its reply was lost) finds what the first copy did, recorded beside the latch for a
    * little longer than the retries last (about 15 s with the default command timeout). On a
-   * latch that does not exist it changes nothing (it never creates one) and resolves 0.
+   * latch that does not exist it changes nothing (it never creates one) and resolves 0. With
+   * `syncReplicas`, a count-down too few replicas acknowledged still resolves (it cannot be
+   * undone), and the shortfall is reported on the `error` event; so are `trySetCount`'s and
+   * `delete`'s.
    *
    * @returns the count after this call: 0 once the latch is open.
    * @throws a {@link LockError} `REDIS_ERROR` when Redis keeps failing through the retries:

@@ -2,8 +2,7 @@ import type { Synced } from '../../engine/calls.js';
 import type { ScriptCall } from '../../engine/types.js';
 import type { Engine } from '../../engine/engine.js';
 import type { ConditionTry } from '../../engine/condition.js';
-import type { ReplicationError } from '../../errors.js';
-import { InvalidArgumentError, LockError, LockTimeoutError } from '../../errors.js';
+import { InvalidArgumentError, LockError, LockTimeoutError, type ReplicationError } from '../../errors.js';
 import { lockKey, semaphoreChannel } from '../../keys.js';
 import type { SemaphoreOptions } from '../../options.js';
 import { checkOptions, checkSignal, checkWait, describe } from '../../validate.js';
@@ -165,9 +164,10 @@ export class Semaphore {
    * Takes `permits` permits (default 1), waiting up to `waitMs` (default: forever) until that
    * many are free. Waiting is driven by the releases' messages, not by polling.
    *
-   * @throws {@link LockTimeoutError} when `waitMs` runs out; `signal.reason` when aborted (no
-   *   permit is taken either way); {@link InvalidArgumentError} for bad input, before any Redis
-   *   command.
+   * @throws {@link LockTimeoutError} when `waitMs` runs out; {@link ReplicationError} when, with
+   *   `syncReplicas`, `waitMs` runs out on a grant too few replicas acknowledged (it was given
+   *   back); `signal.reason` when aborted (no permit is taken in any of these cases);
+   *   {@link InvalidArgumentError} for bad input, before any Redis command.
    * @example
    * ```ts
    * await semaphore.acquire();                    // one permit, waits as long as it takes
@@ -190,8 +190,9 @@ export class Semaphore {
    * Takes `permits` permits (default 1) if that many are free, waiting up to `waitMs` (default
    * 0: not at all). Resolves whether it took them.
    *
-   * @throws `signal.reason` when aborted; {@link InvalidArgumentError} for bad input, before any
-   *   Redis command.
+   * @throws {@link ReplicationError} when, with `syncReplicas`, `waitMs` runs out on a grant too
+   *   few replicas acknowledged (it was given back); `signal.reason` when aborted;
+   *   {@link InvalidArgumentError} for bad input, before any Redis command.
    * @example
    * ```ts
    * if (await semaphore.tryAcquire()) {
@@ -245,7 +246,7 @@ export class Semaphore {
    * Resolves with what `fn` resolves with.
    *
    * @throws {@link LockTimeoutError} when `waitMs` (default: forever) runs out before `fn` runs;
-   *   `signal.reason` when aborted; whatever `fn` throws; {@link InvalidArgumentError} for bad
+   *   {@link ReplicationError} as {@link Semaphore.acquire}; `signal.reason` when aborted; whatever `fn` throws; {@link InvalidArgumentError} for bad
    *   input, before any Redis command.
    * @example
    * ```ts
@@ -356,6 +357,9 @@ export class Semaphore {
    * Takes every free permit and resolves how many it took (0 when none was free). Give them back
    * with {@link Semaphore.release} like permits taken by `acquire`.
    *
+   * @throws {@link ReplicationError} when, with `syncReplicas`, too few replicas acknowledged the
+   *   drain: the permits were given back (no retry).
+   *
    * @example
    * ```ts
    * const taken = await semaphore.drainPermits(); // maintenance: nobody else gets in
@@ -376,7 +380,10 @@ export class Semaphore {
     const taken = this.#integer(reply);
     const shortfall =
       taken > 0
-        ? this.#engine.shortfall(acknowledged, `${taken} permits of semaphore "${this.name}" were drained`)
+        ? this.#engine.shortfall(
+            acknowledged,
+            `${taken} permit${taken === 1 ? ' was' : 's were'} drained from semaphore "${this.name}"`,
+          )
         : undefined;
     if (shortfall !== undefined) {
       // Permits taken as an acquire takes them: a failover could hand them out again. Give them
