@@ -185,7 +185,7 @@ describe('syncReplicas for semaphores and latches', () => {
     expect(await latch.count()).toBe(0);
   });
 
-  it('a semaphore release too few replicas acknowledged is applied, resolves, and reports ReplicationError on error', async () => {
+  it('a semaphore release and a permit semaphore count change too few replicas acknowledged are applied, resolve, and report ReplicationError on error', async () => {
     const redis = await connect(masterPort);
     const admin = await connect(masterPort);
     const { locks, errors } = locksOn(redis, { syncReplicas: { count: 3, timeoutMs: 100 } });
@@ -200,5 +200,16 @@ describe('syncReplicas for semaphores and latches', () => {
       expect(error).toMatchObject({ code: 'NOT_REPLICATED', acknowledged: 2, required: 3 });
     }
     expect(errors[0]?.message).toMatch(/2 permits were added to semaphore "released"/);
+
+    // A permit semaphore's count changes too: applied, resolved, reported.
+    const permits = locks.permitSemaphore('permits-released');
+    expect(await permits.trySetPermits(2)).toBe(true);
+    expect(await permits.addPermits(1)).toBe(3);
+    expect(await permits.trySetPermits(5)).toBe(false);
+    expect(await permits.availablePermits()).toBe(3);
+    expect(errors.slice(2).map((error) => error.message)).toEqual([
+      expect.stringMatching(/The permits of semaphore "permits-released" were set but only 2 of the 3/),
+      expect.stringMatching(/1 permit was added to semaphore "permits-released" but only 2 of the 3/),
+    ]);
   });
 });
