@@ -67,6 +67,7 @@ describe('syncReplicas for semaphores and latches', () => {
       await semaphore.release();
       await semaphore.addPermits(2);
       expect(await semaphore.drainPermits()).toBe(5);
+      expect(await semaphore.delete()).toBe(true);
       const latch = locks.countDownLatch(`monitored-latch-${round}`);
       expect(await latch.trySetCount(2)).toBe(true);
       expect(await latch.countDown()).toBe(1);
@@ -76,11 +77,11 @@ describe('syncReplicas for semaphores and latches', () => {
     await run(0);
     monitor = await monitorCommands(`redis://${LOOPBACK}:${masterPort}`);
     await run(1);
-    await monitor.waitFor((lines) => commandsFrom(lines, { clientAddr: addr }).length >= 16);
+    await monitor.waitFor((lines) => commandsFrom(lines, { clientAddr: addr }).length >= 18);
     const sent = commandsFrom(monitor.lines, { clientAddr: addr }).map((command) =>
       command[0] === 'EVALSHA' ? 'script' : command.join(' '),
     );
-    expect(sent).toEqual(Array.from({ length: 8 }, () => ['script', 'WAIT 2 500']).flat());
+    expect(sent).toEqual(Array.from({ length: 9 }, () => ['script', 'WAIT 2 500']).flat());
     expect(errors).toEqual([]);
   });
 
@@ -194,7 +195,9 @@ describe('syncReplicas for semaphores and latches', () => {
     await semaphore.addPermits(1);
     // Given, not taken back: a waiter may have them already.
     expect(await admin.get(semaphore.key)).toBe('3');
-    expect(errors).toHaveLength(2);
+    expect(await semaphore.delete()).toBe(true);
+    expect(await admin.exists(semaphore.key)).toBe(0);
+    expect(errors).toHaveLength(3);
     for (const error of errors) {
       expect(error).toBeInstanceOf(ReplicationError);
       expect(error).toMatchObject({ code: 'NOT_REPLICATED', acknowledged: 2, required: 3 });
@@ -207,7 +210,8 @@ describe('syncReplicas for semaphores and latches', () => {
     expect(await permits.addPermits(1)).toBe(3);
     expect(await permits.trySetPermits(5)).toBe(false);
     expect(await permits.availablePermits()).toBe(3);
-    expect(errors.slice(2).map((error) => error.message)).toEqual([
+    expect(errors[2]?.message).toMatch(/Semaphore "released" was deleted but only 2 of the 3/);
+    expect(errors.slice(3).map((error) => error.message)).toEqual([
       expect.stringMatching(/The permits of semaphore "permits-released" were set but only 2 of the 3/),
       expect.stringMatching(/1 permit was added to semaphore "permits-released" but only 2 of the 3/),
     ]);

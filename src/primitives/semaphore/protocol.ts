@@ -126,6 +126,11 @@ export function cancelDrainCall(
   };
 }
 
+/** Deletes the counter: the reply is 1 when it existed, else 0. */
+export function deleteCall(target: SemaphoreTarget): ScriptCall {
+  return { script: luaScripts['semaphore/delete'], keys: [target.key], args: [] };
+}
+
 /** Reads the free count, creating a missing counter with the target's initial count, if any. */
 export function availableCall(target: SemaphoreTarget): ScriptCall {
   return {

@@ -15,6 +15,7 @@ import {
   availableCall,
   cancelAcquireCall,
   cancelDrainCall,
+  deleteCall,
   drainCall,
   integerReply,
   trySetCall,
@@ -406,9 +407,14 @@ export class Semaphore {
    * ```
    */
   async delete(): Promise<boolean> {
-    this.#engine.assertOpen();
-    const reply = await this.#engine.command(['DEL', this.key], `deleting semaphore "${this.name}"`);
-    return Number(reply) === 1;
+    const { reply, acknowledged } = await this.#engine.syncedCall(
+      deleteCall(this.#target),
+      `deleting semaphore "${this.name}"`,
+    );
+    const deleted = Number(reply) === 1;
+    // Cannot be undone either: reported, as the permits given are.
+    if (deleted) this.#reportShortfall(acknowledged, `Semaphore "${this.name}" was deleted`);
+    return deleted;
   }
 
   /** How long a call that changes the counter is retried, in milliseconds. */
