@@ -12,8 +12,9 @@
  * - `REDIS_ERROR`: Redis could not be reached or answered with an error; `cause` has the details.
  * - `UNSUPPORTED_SERVER`: the Redis server is older than latchkey needs (6.0.6); every acquire
  *   of the client rejects with it.
- * - `NOT_REPLICATED`: with `syncReplicas`, too few replicas acknowledged a grant within its
- *   `timeoutMs`; the grant was rolled back (see {@link ReplicationError}).
+ * - `NOT_REPLICATED`: with `syncReplicas`, too few replicas acknowledged a grant (of a lock, or
+ *   of a semaphore's permits) within its `timeoutMs`; the grant was rolled back (see
+ *   {@link ReplicationError}).
  */
 export type LockErrorCode =
   | 'INVALID_ARGUMENT'
@@ -128,9 +129,11 @@ export class LockUpgradeError extends LockError {
 
 /**
  * With `syncReplicas`, fewer replicas than `count` acknowledged a write within `timeoutMs`
- * (`WAIT`, or `WAITAOF` when the master's AOF is on). From an acquire: the grant was rolled back
- * and the acquire ran out of time to try again, so nothing is held. From the `error` event: a
- * release or hand-over that was applied on the master but not confirmed on enough replicas.
+ * (`WAIT`, or `WAITAOF` when the master's AOF is on). From an acquire (of a lock, or of a
+ * semaphore's permits) or a semaphore's drain: the grant was rolled back and the call ran out
+ * of time to try again, so nothing is held. From the `error` event: a write that cannot be
+ * undone (a release or hand-over, permits given to a semaphore, a latch's count set, counted
+ * down or deleted) that was applied on the master but not confirmed on enough replicas.
  * Code `NOT_REPLICATED`.
  */
 export class ReplicationError extends LockError {

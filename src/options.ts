@@ -54,10 +54,12 @@ export interface LockClientOptions {
    */
   readonly telemetry?: boolean;
   /**
-   * Make every write that grants a lock wait for `count` replicas to acknowledge it (`WAIT`, or
-   * `WAITAOF` when the master's AOF is on), sent right behind the write on the same connection.
-   * A grant acknowledged by fewer replicas within `timeoutMs` is rolled back and tried again
-   * within the acquire's wait, else the acquire rejects with a `ReplicationError`. This makes
+   * Make every write of a lock, semaphore or latch wait for `count` replicas to acknowledge it
+   * (`WAIT`, or `WAITAOF` when the master's AOF is on), sent right behind the write on the same
+   * connection. A grant (of a lock, or of a semaphore's permits) acknowledged by fewer replicas
+   * within `timeoutMs` is rolled back and tried again within the acquire's wait, else the
+   * acquire rejects with a `ReplicationError`; a write that cannot be undone (a release, a
+   * count-down) resolves and reports the shortfall on the `error` event. This makes
    * losing a grant in a failover unlikely, not impossible: WAIT is not consensus (see the
    * README's "Synchronous replicas"). Off by default.
    *

@@ -1,13 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'eventemitter3';
-import { ClientClosedError } from '../errors.js';
+import { ClientClosedError, ReplicationError } from '../errors.js';
 import { grantChannel, requestKey } from '../keys.js';
 import type { LockClientEvents } from '../options.js';
 import type { RedisConnection, Subscriber } from '../redis/connection.js';
 import { keySlot } from '../redis/slot.js';
 import { ScriptRunner } from '../scripts/runner.js';
 import { Acquirer } from './acquire.js';
-import { Calls, redisError } from './calls.js';
+import { Calls, redisError, type Synced } from './calls.js';
 import { waitFor, type Condition } from './condition.js';
 import { OperationChains } from './chains.js';
 import { Events } from './events.js';
@@ -187,6 +187,45 @@ export class Engine {
     } catch (error) {
       throw redisError(error, doing);
     }
+  }
+
+  /**
+   * {@link Engine.call} for a write that must reach replicas (`syncReplicas`): the wait command
+   * goes right behind each try, and the call resolves with the script's reply and how many
+   * replicas acknowledged it (`Infinity` without `syncReplicas`). See {@link Engine.shortfall}.
+   */
+  async syncedCall(call: ScriptCall, doing: string, until?: number): Promise<Synced> {
+    this.assertOpen();
+    if (!this.#server.passed) await this.#server.check(undefined);
+    try {
+      return await this.#calls.synced(
+        call,
+        (attempt) => (until === undefined ? attempt < 3 : performance.now() < until),
+        until === undefined ? Number.POSITIVE_INFINITY : until + this.#calls.timeoutMs,
+      );
+    } catch (error) {
+      throw redisError(error, doing);
+    }
+  }
+
+  /**
+   * With `syncReplicas`, the {@link ReplicationError} for a write only `acknowledged` replicas
+   * confirmed, when that is fewer than required; undefined when enough did (or it is off).
+   * `done` says what was written, as the start of a sentence: `Semaphore "a" was released`.
+   */
+  shortfall(acknowledged: number, done: string): ReplicationError | undefined {
+    const replication = this.#calls.replication;
+    if (replication === undefined || acknowledged >= replication.count) return undefined;
+    return new ReplicationError(
+      `${done} but only ${acknowledged} of the ${replication.count} replicas required acknowledged it within ${replication.timeoutMs} ms`,
+      acknowledged,
+      replication.count,
+    );
+  }
+
+  /** Reports a failure nobody awaits (a write that cannot be undone fell short) on `error`. */
+  reportError(error: Error): void {
+    this.#events.error(error);
   }
 
   /** A fresh request key beside `key`, for a script call that must take effect once. */

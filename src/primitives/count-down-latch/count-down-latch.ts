@@ -21,6 +21,9 @@ const MAX_COUNT = Number.MAX_SAFE_INTEGER;
 const SET_OPTIONS = ['ttlMs'] as const;
 const AWAIT_OPTIONS = ['waitMs', 'signal'] as const;
 
+/** What a write's reply says it did, as the start of a sentence; false: it changed nothing. */
+type Done = (reply: unknown) => string | false;
+
 /**
  * Options of {@link CountDownLatch.trySetCount}.
  *
@@ -134,6 +137,8 @@ export class CountDownLatch {
       (requestKey, recordTtlMs) =>
         LATCH_PROTOCOL.trySetCount(this.#target, requestKey, checked, ttlMs, recordTtlMs),
       `setting the count of latch "${this.#name}"`,
+      (written) =>
+        LATCH_PROTOCOL.trySetCountOutcome(written) === true && `The count of latch "${this.#name}" was set`,
     );
     return this.#decoded(LATCH_PROTOCOL.trySetCountOutcome(reply), reply, 'setting the count');
   }
@@ -143,7 +148,10 @@ export class CountDownLatch {
    * Counted once however often it is retried: the call carries a request id and a retried copy
    * of it (its reply was lost) finds what the first copy did, recorded beside the latch for a
    * little longer than the retries last (about 15 s with the default command timeout). On a
-   * latch that does not exist it changes nothing (it never creates one) and resolves 0.
+   * latch that does not exist it changes nothing (it never creates one) and resolves 0. With
+   * `syncReplicas`, a count-down too few replicas acknowledged still resolves (it cannot be
+   * undone), and the shortfall is reported on the `error` event; so are `trySetCount`'s and
+   * `delete`'s.
    *
    * @returns the count after this call: 0 once the latch is open.
    * @throws a {@link LockError} `REDIS_ERROR` when Redis keeps failing through the retries:
@@ -158,6 +166,7 @@ export class CountDownLatch {
     const reply = await this.#write(
       (requestKey, recordTtlMs) => LATCH_PROTOCOL.countDown(this.#target, requestKey, recordTtlMs),
       `counting down latch "${this.#name}"`,
+      (written) => LATCH_PROTOCOL.countDownCounted(written) && `Latch "${this.#name}" was counted down`,
     );
     return this.#decoded(LATCH_PROTOCOL.countDownOutcome(reply), reply, 'counting down');
   }
@@ -222,9 +231,10 @@ export class CountDownLatch {
    */
   async delete(): Promise<boolean> {
     // Deleting twice is deleting once: safe to retry as it is.
-    const reply = await this.#engine.call(
+    const reply = await this.#replicated(
       LATCH_PROTOCOL.delete(this.#target),
       `deleting latch "${this.#name}"`,
+      (written) => LATCH_PROTOCOL.deleteOutcome(written) === true && `Latch "${this.#name}" was deleted`,
     );
     return this.#decoded(LATCH_PROTOCOL.deleteOutcome(reply), reply, 'deleting');
   }
@@ -244,15 +254,38 @@ export class CountDownLatch {
    * Runs a write made safe to retry by a fresh request key, retried on transient failures for
    * a bounded time.
    */
-  #write(call: (requestKey: string, recordTtlMs: number) => ScriptCall, doing: string): Promise<unknown> {
+  #write(
+    call: (requestKey: string, recordTtlMs: number) => ScriptCall,
+    doing: string,
+    done: Done,
+  ): Promise<unknown> {
     const engine = this.#engine;
     const retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, 2 * engine.commandTimeoutMs));
     const recordTtlMs = retryMs + engine.commandTimeoutMs + RECORD_MARGIN_MS;
-    return engine.call(
+    return this.#replicated(
       call(engine.requestKey(this.#target.key), recordTtlMs),
       doing,
+      done,
       performance.now() + retryMs,
     );
+  }
+
+  /**
+   * Runs a write; with `syncReplicas`, the wait for replicas goes right behind it. A latch's
+   * writes cannot be undone once applied: a count-down (or a delete) may already have opened
+   * the latch and woken its waiters, and a count just set may already have been counted down
+   * by another process. So a write that changed the latch (`done` says whether it did, and
+   * what) and that too few replicas acknowledged resolves as usual, and the shortfall is
+   * reported as a ReplicationError on the `error` event, as a lock's release is. Rejecting
+   * instead would invite the caller to call again: a second count-down, with a request id of
+   * its own, would count twice.
+   */
+  async #replicated(call: ScriptCall, doing: string, done: Done, until?: number): Promise<unknown> {
+    const { reply, acknowledged } = await this.#engine.syncedCall(call, doing, until);
+    const what = done(reply);
+    const shortfall = what === false ? undefined : this.#engine.shortfall(acknowledged, what);
+    if (shortfall !== undefined) this.#engine.reportError(shortfall);
+    return reply;
   }
 
   #decoded<T>(value: T | undefined, reply: unknown, doing: string): T {

@@ -77,6 +77,10 @@ export const LATCH_PROTOCOL = {
     if (reply === null || reply === undefined || !Number.isInteger(count)) return undefined;
     return Math.max(0, count);
   },
+  /** Whether a count-down counted (a latch existed); a count-down that found none changed nothing. */
+  countDownCounted(reply: unknown): boolean {
+    return Number(reply) >= 0;
+  },
   state(latch: LatchTarget): ScriptCall {
     return { script: luaScripts['count-down-latch/state'], keys: [latch.key], args: [] };
   },

@@ -127,11 +127,13 @@ export class PermitSemaphore extends LockHandle<PermitLease> {
   async release(permitId: string): Promise<boolean> {
     const id = checkPermitId(permitId);
     this.engine.assertOpen();
-    const reply = await this.engine.call(
+    const { reply, acknowledged } = await this.engine.syncedCall(
       releaseCall(this.key, this.#channel, id, this.engine.requestKey(this.key)),
       `releasing a permit of semaphore "${this.name}"`,
     );
-    return Number(reply) === 1;
+    const released = Number(reply) === 1;
+    if (released) this.#reportShortfall(acknowledged, `A permit of semaphore "${this.name}" was released`);
+    return released;
   }
 
   /**
@@ -161,7 +163,12 @@ export class PermitSemaphore extends LockHandle<PermitLease> {
   async trySetPermits(permits: number): Promise<boolean> {
     const count = checkPermits('permits', permits, 0);
     this.engine.assertOpen();
-    const reply = await this.#change('set', count, `setting the permits of semaphore "${this.name}"`);
+    const reply = await this.#change(
+      'set',
+      count,
+      `setting the permits of semaphore "${this.name}"`,
+      (value) => value === 1 && `The permits of semaphore "${this.name}" were set`,
+    );
     return reply === 1;
   }
 
@@ -179,7 +186,12 @@ export class PermitSemaphore extends LockHandle<PermitLease> {
   async addPermits(permits: number): Promise<number> {
     const change = checkChange(permits);
     this.engine.assertOpen();
-    return this.#change('add', change, `adding permits to semaphore "${this.name}"`);
+    return this.#change(
+      'add',
+      change,
+      `adding permits to semaphore "${this.name}"`,
+      () => `${change} permit${Math.abs(change) === 1 ? ' was' : 's were'} added to semaphore "${this.name}"`,
+    );
   }
 
   /**
@@ -228,8 +240,24 @@ export class PermitSemaphore extends LockHandle<PermitLease> {
     return { free: free ?? 0, out: out ?? 0, untilEarliest: untilEarliest ?? -1 };
   }
 
-  async #change(mode: 'set' | 'add', permits: number, doing: string): Promise<number> {
-    const reply = await this.engine.call(
+  /**
+   * With `syncReplicas`, reports a write too few replicas acknowledged on the `error` event.
+   * Giving permits (a release, addPermits, trySetPermits) cannot be undone safely: a waiter may
+   * have taken them already. So the call resolves, as a lock's release does.
+   */
+  #reportShortfall(acknowledged: number, done: string): void {
+    const shortfall = this.engine.shortfall(acknowledged, done);
+    if (shortfall !== undefined) this.engine.reportError(shortfall);
+  }
+
+  /** `done` says what a reply means was done, for a shortfall's report; false: nothing changed. */
+  async #change(
+    mode: 'set' | 'add',
+    permits: number,
+    doing: string,
+    done: (value: number) => string | false,
+  ): Promise<number> {
+    const { reply, acknowledged } = await this.engine.syncedCall(
       {
         script: luaScripts['permit-semaphore/set-permits'],
         keys: [this.key, permitTimeoutKey(this.key), this.engine.requestKey(this.key)],
@@ -245,6 +273,8 @@ export class PermitSemaphore extends LockHandle<PermitLease> {
     );
     const value = Number(reply);
     if (!Number.isInteger(value)) throw new LockError('REDIS_ERROR', `Unexpected reply ${doing}`);
+    const what = done(value);
+    if (what !== false) this.#reportShortfall(acknowledged, what);
     return value;
   }
 }

@@ -110,6 +110,27 @@ export function drainCall(target: SemaphoreTarget, requestKey: string, recordTtl
   };
 }
 
+/**
+ * Refuses every copy of the drain `requestKey` and gives back what it took, if anything: the
+ * drain's own record says how many.
+ */
+export function cancelDrainCall(
+  target: SemaphoreTarget,
+  requestKey: string,
+  recordTtlMs: number,
+): ScriptCall {
+  return {
+    script: luaScripts['semaphore/cancel-drain'],
+    keys: [target.key, requestKey],
+    args: [String(recordTtlMs), target.channel],
+  };
+}
+
+/** Deletes the counter: the reply is 1 when it existed, else 0. */
+export function deleteCall(target: SemaphoreTarget): ScriptCall {
+  return { script: luaScripts['semaphore/delete'], keys: [target.key], args: [] };
+}
+
 /** Reads the free count, creating a missing counter with the target's initial count, if any. */
 export function availableCall(target: SemaphoreTarget): ScriptCall {
   return {

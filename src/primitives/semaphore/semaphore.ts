@@ -1,6 +1,8 @@
+import type { Synced } from '../../engine/calls.js';
+import type { ScriptCall } from '../../engine/types.js';
 import type { Engine } from '../../engine/engine.js';
 import type { ConditionTry } from '../../engine/condition.js';
-import { InvalidArgumentError, LockError, LockTimeoutError } from '../../errors.js';
+import { InvalidArgumentError, LockError, LockTimeoutError, type ReplicationError } from '../../errors.js';
 import { lockKey, semaphoreChannel } from '../../keys.js';
 import type { SemaphoreOptions } from '../../options.js';
 import { checkOptions, checkSignal, checkWait, describe } from '../../validate.js';
@@ -12,9 +14,12 @@ import {
   announceCall,
   availableCall,
   cancelAcquireCall,
+  cancelDrainCall,
+  deleteCall,
   drainCall,
   integerReply,
   trySetCall,
+  type AcquireReply,
   type SemaphoreTarget,
 } from './protocol.js';
 
@@ -30,6 +35,19 @@ const RETRY_MAX_MS = 8_000;
  * the cancel is retried (half of it) while Redis does not answer.
  */
 const CANCEL_RECORD_TTL_MS = 60_000;
+
+/**
+ * With `syncReplicas`, how long an acquire pauses before it tries again after a grant too few
+ * replicas acknowledged (doubled each time, up to the maximum), as a lock's acquire does.
+ */
+const UNREPLICATED_RETRY_MIN_MS = 50;
+const UNREPLICATED_RETRY_MAX_MS = 1_000;
+
+/** An attempt whose grant too few replicas acknowledged, and that was given back. */
+interface Unreplicated {
+  readonly status: 'unreplicated';
+  readonly error: ReplicationError;
+}
 
 /**
  * Options of {@link Semaphore.acquire}, {@link Semaphore.tryAcquire} and
@@ -147,9 +165,10 @@ export class Semaphore {
    * Takes `permits` permits (default 1), waiting up to `waitMs` (default: forever) until that
    * many are free. Waiting is driven by the releases' messages, not by polling.
    *
-   * @throws {@link LockTimeoutError} when `waitMs` runs out; `signal.reason` when aborted (no
-   *   permit is taken either way); {@link InvalidArgumentError} for bad input, before any Redis
-   *   command.
+   * @throws {@link LockTimeoutError} when `waitMs` runs out; {@link ReplicationError} when, with
+   *   `syncReplicas`, `waitMs` runs out on a grant too few replicas acknowledged (it was given
+   *   back); `signal.reason` when aborted (no permit is taken in any of these cases);
+   *   {@link InvalidArgumentError} for bad input, before any Redis command.
    * @example
    * ```ts
    * await semaphore.acquire();                    // one permit, waits as long as it takes
@@ -172,8 +191,9 @@ export class Semaphore {
    * Takes `permits` permits (default 1) if that many are free, waiting up to `waitMs` (default
    * 0: not at all). Resolves whether it took them.
    *
-   * @throws `signal.reason` when aborted; {@link InvalidArgumentError} for bad input, before any
-   *   Redis command.
+   * @throws {@link ReplicationError} when, with `syncReplicas`, `waitMs` runs out on a grant too
+   *   few replicas acknowledged (it was given back); `signal.reason` when aborted;
+   *   {@link InvalidArgumentError} for bad input, before any Redis command.
    * @example
    * ```ts
    * if (await semaphore.tryAcquire()) {
@@ -227,7 +247,7 @@ export class Semaphore {
    * Resolves with what `fn` resolves with.
    *
    * @throws {@link LockTimeoutError} when `waitMs` (default: forever) runs out before `fn` runs;
-   *   `signal.reason` when aborted; whatever `fn` throws; {@link InvalidArgumentError} for bad
+   *   {@link ReplicationError} as {@link Semaphore.acquire}; `signal.reason` when aborted; whatever `fn` throws; {@link InvalidArgumentError} for bad
    *   input, before any Redis command.
    * @example
    * ```ts
@@ -287,10 +307,11 @@ export class Semaphore {
    */
   async trySetPermits(permits: number): Promise<boolean> {
     checkPermits('permits', permits, 0);
-    const reply = await this.#recorded(
-      (requestKey, recordTtlMs) => trySetCall(this.#target, requestKey, permits, recordTtlMs),
+    const { reply, acknowledged } = await this.#recorded(
+      (recordTtlMs, requestKey) => trySetCall(this.#target, requestKey, permits, recordTtlMs),
       `setting the permits of semaphore "${this.name}"`,
     );
+    if (reply === 1) this.#reportShortfall(acknowledged, `The permits of semaphore "${this.name}" were set`);
     return reply === 1;
   }
 
@@ -337,6 +358,9 @@ export class Semaphore {
    * Takes every free permit and resolves how many it took (0 when none was free). Give them back
    * with {@link Semaphore.release} like permits taken by `acquire`.
    *
+   * @throws {@link ReplicationError} when, with `syncReplicas`, too few replicas acknowledged the
+   *   drain: the permits were given back (no retry).
+   *
    * @example
    * ```ts
    * const taken = await semaphore.drainPermits(); // maintenance: nobody else gets in
@@ -348,11 +372,28 @@ export class Semaphore {
    * ```
    */
   async drainPermits(): Promise<number> {
-    const reply = await this.#recorded(
-      (requestKey, recordTtlMs) => drainCall(this.#target, requestKey, recordTtlMs),
+    const requestKey = this.#engine.requestKey(this.key);
+    const { reply, acknowledged } = await this.#recorded(
+      (recordTtlMs) => drainCall(this.#target, requestKey, recordTtlMs),
       `draining the permits of semaphore "${this.name}"`,
+      requestKey,
     );
-    return this.#integer(reply);
+    const taken = this.#integer(reply);
+    const shortfall =
+      taken > 0
+        ? this.#engine.shortfall(
+            acknowledged,
+            `${taken} permit${taken === 1 ? ' was' : 's were'} drained from semaphore "${this.name}"`,
+          )
+        : undefined;
+    if (shortfall !== undefined) {
+      // Permits taken as an acquire takes them: a failover could hand them out again. Give them
+      // back as an acquire's are (only if the drain's record says it took them, which the same
+      // failover would lose with the drain), then fail: nothing is left taken.
+      await this.#cancel(cancelDrainCall(this.#target, requestKey, CANCEL_RECORD_TTL_MS), 'drain');
+      throw shortfall;
+    }
+    return taken;
   }
 
   /**
@@ -366,9 +407,14 @@ export class Semaphore {
    * ```
    */
   async delete(): Promise<boolean> {
-    this.#engine.assertOpen();
-    const reply = await this.#engine.command(['DEL', this.key], `deleting semaphore "${this.name}"`);
-    return Number(reply) === 1;
+    const { reply, acknowledged } = await this.#engine.syncedCall(
+      deleteCall(this.#target),
+      `deleting semaphore "${this.name}"`,
+    );
+    const deleted = Number(reply) === 1;
+    // Cannot be undone either: reported, as the permits given are.
+    if (deleted) this.#reportShortfall(acknowledged, `Semaphore "${this.name}" was deleted`);
+    return deleted;
   }
 
   /** How long a call that changes the counter is retried, in milliseconds. */
@@ -389,18 +435,46 @@ export class Semaphore {
     return value;
   }
 
-  /** Runs a call that records its outcome under a fresh request key, retried within its bound. */
-  #recorded(call: (requestKey: string, recordTtlMs: number) => ReturnType<typeof addCall>, doing: string) {
-    const requestKey = this.#engine.requestKey(this.key);
-    return this.#engine.call(call(requestKey, this.#recordTtlMs), doing, performance.now() + this.#retryMs);
+  /**
+   * Runs a call that records its outcome under a request key (a fresh one unless given),
+   * retried within its bound; with `syncReplicas`, the wait for replicas goes right behind it.
+   */
+  #recorded(
+    call: (recordTtlMs: number, requestKey: string) => ReturnType<typeof addCall>,
+    doing: string,
+    requestKey = this.#engine.requestKey(this.key),
+  ): Promise<Synced> {
+    return this.#engine.syncedCall(
+      call(this.#recordTtlMs, requestKey),
+      doing,
+      performance.now() + this.#retryMs,
+    );
+  }
+
+  /**
+   * Reports a write too few replicas acknowledged on the `error` event. Giving permits (a
+   * release, addPermits, trySetPermits) cannot be undone safely: a waiter may have taken them
+   * already, and taking them away again could leave fewer permits than there should be. So the
+   * call resolves, as a lock's release does; a failover before the replicas catch up may lose
+   * the permits given (the count stays low until someone adds them, as when a holder dies).
+   * Rejecting would invite a retry that gives them twice.
+   */
+  #reportShortfall(acknowledged: number, done: string): void {
+    const shortfall = this.#engine.shortfall(acknowledged, done);
+    if (shortfall !== undefined) this.#engine.reportError(shortfall);
   }
 
   async #add(permits: number, doing: string): Promise<number> {
-    const reply = await this.#recorded(
-      (requestKey, recordTtlMs) => addCall(this.#target, requestKey, permits, recordTtlMs),
+    const { reply, acknowledged } = await this.#recorded(
+      (recordTtlMs, requestKey) => addCall(this.#target, requestKey, permits, recordTtlMs),
       doing,
     );
-    return this.#integer(reply);
+    const count = this.#integer(reply);
+    this.#reportShortfall(
+      acknowledged,
+      `${permits} permit${Math.abs(permits) === 1 ? ' was' : 's were'} added to semaphore "${this.name}"`,
+    );
+    return count;
   }
 
   async #acquire(permits: number, waitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
@@ -413,6 +487,9 @@ export class Semaphore {
     /** Whether this acquire may have been woken by a message meant for another waiter. */
     let tookWake = false;
     let taken = false;
+    /** The last attempt's grant too few replicas acknowledged (it was given back). */
+    let unreplicated: ReplicationError | undefined;
+    let pauseMs = UNREPLICATED_RETRY_MIN_MS;
     try {
       const found = await engine.waitFor<Taken>(
         {
@@ -426,6 +503,15 @@ export class Semaphore {
             // been meant for a waiter behind this one, which then sleeps on.
             if (sleptAt !== undefined && (book.seq > heardBefore || book.seq - sleptAt >= 2)) tookWake = true;
             if (reply.status === 'taken') return { done: true, value: { permits } };
+            unreplicated = reply.status === 'unreplicated' ? reply.error : undefined;
+            if (unreplicated !== undefined) {
+              // The replicas lag or are gone: trying again at once would most likely fail the
+              // same way. Pause (within the wait), then try again without waiting for a message.
+              const pause = Math.min(pauseMs, deadline - performance.now());
+              pauseMs = Math.min(UNREPLICATED_RETRY_MAX_MS, pauseMs * 2);
+              if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause).unref());
+              return { done: false, recheckMs: 0 };
+            }
             sleptAt = book.seq;
             tookWake = false;
             // Every release publishes the new count, and so does a call that creates the
@@ -438,6 +524,8 @@ export class Semaphore {
         signal,
       );
       taken = found !== null;
+      // The wait ran out on a grant too few replicas acknowledged: say so, not "timed out".
+      if (!taken && unreplicated !== undefined) throw unreplicated;
       return taken;
     } catch (error) {
       // Woken, then stopped before using the wake-up: it may have been someone else's.
@@ -454,14 +542,18 @@ export class Semaphore {
     }
   }
 
-  /** One try, made idempotent by its request key; cancelled when its outcome stays unknown. */
-  async #attempt(permits: number, deadline: number) {
+  /**
+   * One try, made idempotent by its request key; cancelled when its outcome stays unknown, and
+   * with `syncReplicas` when too few replicas acknowledged its grant.
+   */
+  async #attempt(permits: number, deadline: number): Promise<AcquireReply | Unreplicated> {
     const engine = this.#engine;
     const requestKey = engine.requestKey(this.key);
     const until = Math.min(deadline, performance.now() + this.#retryMs);
-    let reply: unknown;
+    const cancel = cancelAcquireCall(this.#target, requestKey, permits, CANCEL_RECORD_TTL_MS);
+    let synced: Synced;
     try {
-      reply = await engine.call(
+      synced = await engine.syncedCall(
         acquireCall(this.#target, requestKey, permits, this.#recordTtlMs),
         `acquiring ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}"`,
         until,
@@ -469,10 +561,24 @@ export class Semaphore {
     } catch (error) {
       // The request may still have been applied, or a copy of it may yet be: refuse every copy
       // and give back what it took, before the caller hears of the failure.
-      await this.#cancel(requestKey, permits);
+      await this.#cancel(cancel, 'acquire');
       throw error;
     }
-    const outcome = acquireReply(reply);
+    const outcome = acquireReply(synced.reply);
+    if (outcome?.status === 'taken') {
+      const error = engine.shortfall(
+        synced.acknowledged,
+        `${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}" ${permits === 1 ? 'was' : 'were'} granted`,
+      );
+      if (error !== undefined) {
+        // Too few replicas have the grant: a failover now could hand the same permits to
+        // others. Give them back before the caller hears of it. The cancel gives back only
+        // what the request's record says it took, and a failover that loses the grant loses
+        // that record with it, so it never adds permits that were not taken.
+        await this.#cancel(cancel, 'acquire');
+        return { status: 'unreplicated', error };
+      }
+    }
     if (outcome === undefined || outcome.status === 'cancelled') {
       // Only a request this client gave up on is refused, and request keys are never reused.
       throw new LockError(
@@ -484,20 +590,16 @@ export class Semaphore {
   }
 
   /**
-   * Cancels an acquire request whose outcome is unknown: the caller waits for it a little (one
-   * retry window); if Redis still does not answer, it goes on in the background until a late
-   * copy of the request can no longer matter.
+   * Cancels an acquire (or drain) request whose outcome is unknown or too few replicas
+   * acknowledged: the caller waits for it a little (one retry window); if Redis still does not
+   * answer, it goes on in the background until a late copy of the request can no longer matter.
    */
-  async #cancel(requestKey: string, permits: number): Promise<void> {
+  async #cancel(cancel: ScriptCall, what: 'acquire' | 'drain'): Promise<void> {
     const engine = this.#engine;
     if (engine.closed) return;
     const giveUpAt = performance.now() + CANCEL_RECORD_TTL_MS / 2;
     const cancelling = engine
-      .call(
-        cancelAcquireCall(this.#target, requestKey, permits, CANCEL_RECORD_TTL_MS),
-        `cancelling an unconfirmed acquire of semaphore "${this.name}"`,
-        giveUpAt,
-      )
+      .call(cancel, `cancelling an unconfirmed ${what} of semaphore "${this.name}"`, giveUpAt)
       .catch(() => undefined);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
