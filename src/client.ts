@@ -60,7 +60,7 @@ function clientProblemMessage(redis: unknown, found: ClientProblem): string {
   if (found.library === 'node-redis') {
     switch (found.problem) {
       case 'cluster':
-        return 'Unexpected node-redis client: pass createClient() or createCluster()';
+        return 'This node-redis Cluster client lacks what latchkey uses (`duplicate`, `sSubscribe` of node-redis 5): pass a createCluster() client of the `redis` package, v5 or later';
       case 'sentinel':
         return 'This node-redis Sentinel client lacks what latchkey uses (`use`, `subscribe`, `topology-change` events of node-redis 5): pass a createSentinel() client of the `redis` package, v5 or later';
       case 'not-open':

@@ -12,7 +12,8 @@ export type NodeRedisProblem = 'not-a-client' | 'cluster' | 'sentinel' | 'not-op
 
 /**
  * Whether `redis` is a node-redis `createCluster()` client: it has `nodeClient()`, which a
- * standalone client has not.
+ * standalone client has not, and what latchkey uses of a cluster client (`duplicate()` for its
+ * subscriber, `sSubscribe()` for sharded channels).
  * @internal
  */
 export function isNodeRedisCluster(redis: unknown): boolean {
@@ -20,11 +21,15 @@ export function isNodeRedisCluster(redis: unknown): boolean {
     typeof redis === 'object' &&
     redis !== null &&
     typeof (redis as Candidate).sendCommand === 'function' &&
-    typeof (redis as Candidate).nodeClient === 'function'
+    typeof (redis as Candidate).nodeClient === 'function' &&
+    typeof (redis as Candidate).duplicate === 'function' &&
+    typeof (redis as Candidate).sSubscribe === 'function'
   );
 }
 
-type Candidate = Partial<Record<'sendCommand' | 'duplicate' | 'nodeClient' | 'getMasterNode', unknown>> & {
+type Candidate = Partial<
+  Record<'sendCommand' | 'duplicate' | 'nodeClient' | 'getMasterNode' | 'sSubscribe', unknown>
+> & {
   readonly isOpen?: unknown;
 };
 

@@ -352,7 +352,7 @@ describe('bad input is rejected before any Redis command', () => {
       fc.constant({ sendCommand: () => Promise.resolve(null) }),
       fc.constant({ duplicate: () => null }),
       fc.constant({ sendCommand: 'yes', duplicate: () => null }),
-      // A cluster client has both methods, but latchkey does not support it yet.
+      // Shaped like a cluster client, but without what latchkey needs of one (sSubscribe).
       fc.constant({
         sendCommand: () => Promise.resolve(null),
         duplicate: () => null,
