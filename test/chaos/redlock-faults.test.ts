@@ -11,7 +11,14 @@
  * `npm test` runs one fault cycle each; LATCHKEY_CHAOS=full runs many.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LockError, LockLostError, type Lease, type LockLostEvent, RedlockClient } from '../../src/index.js';
+import {
+  LockError,
+  LockLostError,
+  LockTimeoutError,
+  type Lease,
+  type LockLostEvent,
+  RedlockClient,
+} from '../../src/index.js';
 import { spawnWorker, type Worker, type WorkerMessage } from '../support/child.js';
 import { uniquePrefix } from '../support/keys.js';
 import { ExclusionLog, startMasters, type Masters } from '../support/masters.js';
@@ -47,27 +54,43 @@ function sectionsOf(done: WorkerMessage): [bigint, bigint][] {
   return (raw as [string, string][]).map(([start, end]) => [BigInt(start), BigInt(end)]);
 }
 
-/** Two clients' workers contending for one lock; returns the exclusion log. */
+/**
+ * Two workers per client contending for one lock until `sections` critical sections ran in all;
+ * returns the exclusion log. Redlock promises no fairness (a round is a race among contenders),
+ * so one worker may wait long while the others go on: what is checked is that the lock keeps
+ * being granted, one holder at a time, not each worker's share.
+ */
 async function contend(
   clients: readonly RedlockClient[],
   name: string,
-  rounds: number,
+  sections: number,
 ): Promise<ExclusionLog> {
   const log = new ExclusionLog();
+  const done = new AbortController();
   const worker = async (client: RedlockClient): Promise<void> => {
-    for (let i = 0; i < rounds; i += 1) {
-      await client.lock(name).withLock(
-        async () => {
-          log.enter();
-          await sleep(2);
-          log.exit();
-        },
-        { waitMs: 10_000 },
+    while (log.entries < sections) {
+      const outcome = await settle(
+        client.lock(name).withLock(
+          async () => {
+            log.enter();
+            await sleep(2);
+            log.exit();
+            if (log.entries >= sections) done.abort(new Error('enough sections'));
+          },
+          { waitMs: 10_000, signal: done.signal },
+        ),
       );
+      if (
+        outcome.error !== undefined &&
+        !done.signal.aborted &&
+        !(outcome.error instanceof LockTimeoutError)
+      ) {
+        throw outcome.error;
+      }
     }
   };
   await within(Promise.all(clients.flatMap((client) => [worker(client), worker(client)])), 60_000, 'workers');
-  expect(log.entries).toBe(clients.length * 2 * rounds);
+  expect(log.entries).toBeGreaterThanOrEqual(sections);
   return log;
 }
 
@@ -108,11 +131,11 @@ describe.each([3, 5])('Redlock faults on %i masters', (count) => {
         // A different minority each cycle.
         const victims = Array.from({ length: minority }, (_, i) => (cycle + i) % count);
         // The kill lands while both clients contend for the lock.
-        const running = contend([a, b], 'ledger', scaled(12, 30));
+        const running = contend([a, b], 'ledger', scaled(48, 120));
         await sleep(20);
         for (const victim of victims) await masters.kill(victim);
         overlaps += (await running).overlaps;
-        overlaps += (await contend([a, b], 'ledger', scaled(8, 20))).overlaps;
+        overlaps += (await contend([a, b], 'ledger', scaled(32, 80))).overlaps;
         await sleep(LEASE_MS * 1.5);
         expect(held.signal.aborted).toBe(false);
         expect(lost).toEqual([]);
@@ -253,12 +276,12 @@ describe.each([3, 5])('Redlock faults on %i masters', (count) => {
         const held = await a.lock('held').acquire();
         const victim = cycle % count;
         // The pause lands while both clients contend for the lock.
-        const running = contend([a, b], 'ledger', scaled(12, 30));
+        const running = contend([a, b], 'ledger', scaled(48, 120));
         await sleep(20);
         await masters.pause(victim);
         try {
           overlaps += (await running).overlaps;
-          overlaps += (await contend([a, b], 'ledger', scaled(8, 20))).overlaps;
+          overlaps += (await contend([a, b], 'ledger', scaled(32, 80))).overlaps;
           // Longer than a lease: the frozen master's hold lapses, the quorum keeps the lock.
           await sleep(LEASE_MS * 1.5);
           expect(held.signal.aborted).toBe(false);
@@ -268,7 +291,7 @@ describe.each([3, 5])('Redlock faults on %i masters', (count) => {
           await masters.resume(victim);
         }
         // Its late replies (grants the clients gave up on) arrive now; work goes on unharmed.
-        overlaps += (await contend([a, b], 'ledger', scaled(8, 20))).overlaps;
+        overlaps += (await contend([a, b], 'ledger', scaled(32, 80))).overlaps;
         expect(held.signal.aborted).toBe(false);
         expect(lost).toEqual([]);
         await held.release();
