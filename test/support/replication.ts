@@ -189,6 +189,13 @@ export async function startReplicated(): Promise<Replicated> {
           'no',
           '--dir',
           dir,
+          // A replica that must sync in full (after a failover, or restarted empty) starts at
+          // once instead of waiting for others to join a diskless transfer; and a replica that
+          // fell a few MB behind (the failover tests fill the master's buffers) resyncs in part.
+          '--repl-diskless-sync-delay',
+          '0',
+          '--repl-backlog-size',
+          '64mb',
           ...(replicaOf === undefined ? [] : ['--replicaof', LOOPBACK, String(replicaOf)]),
         ]),
       );
@@ -301,7 +308,8 @@ export async function startReplicated(): Promise<Replicated> {
     async revive() {
       const master = await askSentinels();
       for (const node of nodes) if (!node.running) await node.start(master);
-      await waitForReplicas(master, nodes.length - 1);
+      // After a failover the sentinels first point the other replica at the new master.
+      await waitForReplicas(master, nodes.length - 1, 60_000);
     },
     async stop() {
       unregister();
