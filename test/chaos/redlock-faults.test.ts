@@ -31,7 +31,7 @@ const OPTIONS = { watchdogTimeoutMs: LEASE_MS, nodeTimeoutMs: NODE_TIMEOUT_MS, r
 const WORKER = new URL('./fixtures/redlock-worker.ts', import.meta.url).pathname;
 /** Child processes start through tsx, which takes a while on a busy machine. */
 const STARTUP_MS = 60_000;
-const TEST_TIMEOUT_MS = scaled(30_000, 180_000);
+const TEST_TIMEOUT_MS = scaled(60_000, 180_000);
 /** Timer lateness allowed on a loaded two-core machine. */
 const SLACK_MS = 300;
 
@@ -69,8 +69,8 @@ async function contend(
   const done = new AbortController();
   const worker = async (client: RedlockClient): Promise<void> => {
     while (log.entries < sections) {
-      const outcome = await settle(
-        client.lock(name).withLock(
+      try {
+        await client.lock(name).withLock(
           async () => {
             log.enter();
             await sleep(2);
@@ -78,14 +78,10 @@ async function contend(
             if (log.entries >= sections) done.abort(new Error('enough sections'));
           },
           { waitMs: 10_000, signal: done.signal },
-        ),
-      );
-      if (
-        outcome.error !== undefined &&
-        !done.signal.aborted &&
-        !(outcome.error instanceof LockTimeoutError)
-      ) {
-        throw outcome.error;
+        );
+      } catch (error) {
+        // Waited out while the others went on, or told to stop: neither is a failure here.
+        if (!done.signal.aborted && !(error instanceof LockTimeoutError)) throw error;
       }
     }
   };
