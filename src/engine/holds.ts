@@ -14,8 +14,12 @@ import type { Telemetry } from './telemetry.js';
 import type { Protocol, Target } from './types.js';
 import { Watchdog } from './watchdog.js';
 
-/** Keys per renewal call: 10,000 held locks renew in 20 calls. */
-const RENEW_BATCH_SIZE = 500;
+/**
+ * Keys per renewal call: 100,000 held locks renew in 100 calls a renewal interval. One call of
+ * 1,000 keys keeps Redis busy for one to two milliseconds (1.7 ms on a busy two-core machine):
+ * the same Redis time as smaller calls in all, in fewer, slightly longer pauses for others.
+ */
+const RENEW_BATCH_SIZE = 1_000;
 
 /** What releasing a hold that was already lost rejects with. */
 function lostRelease(hold: Hold): LockNotOwnedError {

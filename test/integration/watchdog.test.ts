@@ -131,7 +131,7 @@ describe('watchdog', () => {
     expect(renews).toEqual([]);
   });
 
-  it('renews 1,000 held locks in a handful of calls per interval', async () => {
+  it('renews 1,000 held locks in one call per interval', async () => {
     const watchdogTimeoutMs = 1_500;
     const intervalMs = watchdogTimeoutMs / 3;
     const count = 1_000;
@@ -167,9 +167,9 @@ describe('watchdog', () => {
     const intervals = Math.floor(watchedMs / intervalMs) + 1;
     expect(rounds.length).toBeGreaterThanOrEqual(3);
     expect(rounds.length).toBeLessThanOrEqual(intervals);
-    expect(renews.length).toBeLessThanOrEqual(10 * intervals);
+    expect(renews.length).toBeLessThanOrEqual(intervals);
     for (const round of rounds) {
-      expect(round.length).toBeLessThanOrEqual(10);
+      expect(round).toHaveLength(1);
     }
     // Every full round covers every held lock. The first one seen may have been sent while the
     // last locks were still being taken (it reaches MONITOR after the watch began), and the last
