@@ -193,14 +193,11 @@ async function runSize(context: RunContext, count: number, waiters: boolean): Pr
     await disconnect(worker, 'many-holder');
     const unhandled = (await unhandledTotal(context.workers)) - before;
     const metrics: Record<string, number> = { subscriptions: channels };
-    if (waiters) {
-      // Both sessions: what one held lock with one waiter costs the client side.
-      metrics['heapBytesPerLock'] = round(heap / count, 0);
-      metrics['waiterHeapBytesPerLock'] = round((heap - holderHeap) / count, 0);
-    } else {
-      notes.push('no waiters at this size: the holder session alone (holderHeapBytesPerLock)');
-    }
+    // With waiters, both sessions: what one held lock with one waiter costs the client side.
+    if (waiters) metrics['heapBytesPerLock'] = round(heap / count, 0);
+    else notes.push('no waiters at this size: the holder session alone (holderHeapBytesPerLock)');
     metrics['holderHeapBytesPerLock'] = round(holderHeap / count, 0);
+    if (waiters) metrics['waiterHeapBytesPerLock'] = round((heap - holderHeap) / count, 0);
     // The sampler's own PTTL calls are not the contender's.
     metrics['serverCmdsPerSec'] = round((cost.commands - samples.replies) / (windowMs / 1000), 1);
     metrics['leaseMs'] = leaseMs;
