@@ -277,7 +277,7 @@ export function targets(results: Results): Verdict[] {
   if (renewal?.measured === true) renewDetail = renewal.detail;
   else if (renewed === undefined) renewDetail = 'latchkey n/a (no manyKeys point measured renewals)';
   else
-    renewDetail = `manyKeys-${renewSize ?? 'n/a'} n/a (not measured in this run); for information, ${
+    renewDetail = `manyKeys-${renewSize ?? 'n/a'} n/a (not measured in this run, or failed: see its section); for information, ${
       renewalOf(results, renewed).detail
     }`;
   verdicts.push(
