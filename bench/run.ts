@@ -280,6 +280,7 @@ async function main(): Promise<void> {
               workers,
               adapter,
               keyPrefix: `bench:${name}`,
+              wanted,
               log: (message) => console.log(`   ${message}`),
             });
           } catch (error) {

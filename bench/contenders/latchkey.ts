@@ -13,11 +13,18 @@ async function connect(options: SessionOptions): Promise<Session> {
     options.leaseMs === undefined ? undefined : { watchdogTimeoutMs: options.leaseMs },
   );
   locks.on('error', () => undefined);
+  let lost = 0;
+  locks.on('lockLost', () => {
+    lost += 1;
+  });
   return {
     giveUps: 0,
+    get locksLost(): number {
+      return lost;
+    },
     async acquire(key: string): Promise<Held> {
       const lease = await locks.lock(key).acquire();
-      return { release: () => lease.release() };
+      return { release: () => lease.release(), redisKey: lease.key };
     },
     async withReentry(key, body): Promise<void> {
       const lock = locks.lock(key);

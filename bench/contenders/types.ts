@@ -64,6 +64,8 @@ export interface SessionOptions {
 
 export interface Held {
   release(): Promise<void>;
+  /** The lock's Redis key, when the contender tells it (the many-keys scenario samples its PTTL). */
+  readonly redisKey?: string;
 }
 
 export interface Session {
@@ -78,6 +80,11 @@ export interface Session {
    * outer retry loop); 0 for contenders that wait until they get the lock.
    */
   readonly giveUps: number;
+  /**
+   * Holds this session's library has reported lost so far (latchkey's `lockLost` events);
+   * undefined for a contender that does not report losing a lock.
+   */
+  readonly locksLost?: number;
   close(): Promise<void>;
 }
 

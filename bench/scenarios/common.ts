@@ -22,6 +22,11 @@ export interface RunContext {
   readonly adapter: Adapter;
   /** Prefix for every key of this run, so runs never share a lock. */
   readonly keyPrefix: string;
+  /**
+   * Whether this scenario name was asked for (--scenario), so a scenario of several names can
+   * leave out the costly ones nobody asked for. Undefined: every name.
+   */
+  readonly wanted?: (scenario: string) => boolean;
   log(message: string): void;
 }
 
