@@ -59,7 +59,9 @@ describe('syncReplicas for semaphores and latches', () => {
   it('sends WAIT right behind every write of a semaphore and of a latch', async () => {
     const redis = await connect(masterPort);
     const addr = await clientAddr(redis);
-    const { locks, errors } = locksOn(redis, { syncReplicas: { count: 2, timeoutMs: 500 } });
+    // WAIT returns as soon as both replicas acknowledge; the long timeout only keeps a loaded
+    // machine from turning a slow acknowledgement into a shortfall (a rollback and a retry).
+    const { locks, errors } = locksOn(redis, { syncReplicas: { count: 2, timeoutMs: 5_000 } });
     const run = async (round: number): Promise<void> => {
       const semaphore = locks.semaphore(`monitored-${round}`);
       expect(await semaphore.trySetPermits(3)).toBe(true);
@@ -81,7 +83,7 @@ describe('syncReplicas for semaphores and latches', () => {
     const sent = commandsFrom(monitor.lines, { clientAddr: addr }).map((command) =>
       command[0] === 'EVALSHA' ? 'script' : command.join(' '),
     );
-    expect(sent).toEqual(Array.from({ length: 9 }, () => ['script', 'WAIT 2 500']).flat());
+    expect(sent).toEqual(Array.from({ length: 9 }, () => ['script', 'WAIT 2 5000']).flat());
     expect(errors).toEqual([]);
   });
 
