@@ -10,10 +10,13 @@ import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from 'redis';
-import { LockClient, type LockRedisClient } from '../src/index.js';
+import type { LockRedisClient } from '../src/index.js';
+import { latchkey } from './latchkey-package.js';
 import { connectCluster, startCluster } from '../test/support/cluster.js';
 import { startBenchRedis } from './redis.js';
 import { latency, type Latency } from './stats.js';
+
+const { LockClient } = latchkey;
 
 const quick = process.argv.includes('--quick');
 const CYCLES = quick ? 1_000 : 5_000;

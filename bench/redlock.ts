@@ -9,9 +9,11 @@ import { createRequire } from 'node:module';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { RedlockMutex, TimeoutError } from 'redis-semaphore';
-import { RedlockClient } from '../src/index.js';
+import { latchkey as built } from './latchkey-package.js';
 import { startBenchRedis, type BenchRedis } from './redis.js';
 import { latency, overlaps, round, type Interval, type Latency } from './stats.js';
+
+const { RedlockClient } = built;
 
 const MASTERS = 3;
 const WARMUP = 50;

@@ -50,6 +50,9 @@ const TOPOLOGY_BENCHES = ['cluster.ts', 'redlock.ts'] as const;
 const NOT_COMPARED: readonly string[] = [
   'redlock-universal is not compared: every published version (0.6.5 to 0.8.5) declares engines node >=22, while latchkey supports Node 20 and this benchmark runs on it.',
 ];
+/** What every run measures latchkey from (bench/latchkey-package.ts). */
+const LATCHKEY_BUILD_NOTE =
+  'latchkey runs from its built package (dist/, as `npm run build` writes it and users install it), as every peer runs from its published build.';
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const rootDir = resolve(benchDir, '..');
 
@@ -130,7 +133,7 @@ async function environment(redisVersion: string, quick: boolean, spawned: boolea
     },
     redisServer: spawned ? 'started by the harness (--save "" --appendonly no, loopback)' : 'REDIS_URL',
     processes: PROCESSES,
-    notes: [...NOT_COMPARED],
+    notes: [LATCHKEY_BUILD_NOTE, ...NOT_COMPARED],
   });
 }
 

@@ -3,10 +3,13 @@
 // semaphore and permit semaphore (one permit, or the session's `permits`). One node-redis client
 // and one LockClient per session, as for the reentrant lock.
 import { createClient } from 'redis';
-import { LockClient } from '../../src/index.js';
+import type { LockClient as LockClientType } from '../../src/index.js';
+import { latchkey as built } from '../latchkey-package.js';
 import type { Adapter, ContenderName, Held, Session, SessionOptions } from './types.js';
 
-type Take = (locks: LockClient, key: string, options: SessionOptions) => Promise<Held>;
+const { LockClient } = built;
+
+type Take = (locks: LockClientType, key: string, options: SessionOptions) => Promise<Held>;
 
 function kindAdapter(name: ContenderName, kind: string, take: Take, permits = false): Adapter {
   return {

@@ -1,8 +1,10 @@
 // latchkey: one node-redis client and one LockClient per session; each acquire outside a
 // withLock context is its own owner, so contenders sharing a session still exclude each other.
 import { createClient } from 'redis';
-import { LockClient } from '../../src/index.js';
+import { latchkey as built } from '../latchkey-package.js';
 import type { Adapter, Held, Session, SessionOptions } from './types.js';
+
+const { LockClient } = built;
 
 async function connect(options: SessionOptions): Promise<Session> {
   const redis = createClient({ url: options.url, name: options.name });
