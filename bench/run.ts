@@ -23,18 +23,20 @@ import { contended } from './scenarios/contended.js';
 import { handoff } from './scenarios/handoff.js';
 import { manyKeys } from './scenarios/many-keys.js';
 import { reentry } from './scenarios/reentry.js';
+import { scaling } from './scenarios/scaling.js';
 import { uncontended } from './scenarios/uncontended.js';
 import type { InterleavedScenario, Outcome, Scenario } from './scenarios/common.js';
 
 /** Measured with every contender in one process, before the per-contender pools. */
 const INTERLEAVED: readonly InterleavedScenario[] = [uncontended];
-const SCENARIOS: readonly Scenario[] = [reentry, handoff, contended, manyKeys];
+const SCENARIOS: readonly Scenario[] = [reentry, handoff, contended, manyKeys, scaling];
 const GROUPS: Readonly<Record<string, { readonly names: readonly string[] }>> = {
   uncontended,
   reentry,
   handoff,
   contended,
   manyKeys,
+  scaling,
 };
 const PROCESSES = 4;
 /**

@@ -1,0 +1,373 @@
+// Scenario "scaling": two curves of points, each point its own scenario name.
+//   scaling-contenders-<n>: n contenders over the worker processes on one key (the contended
+//     run of contended.ts at each size), plus the client heap of the processes and the server's
+//     pubsub channels, both looked at halfway through the (untimed) round-trip pass.
+//   scaling-keys-<n>: one session (worker 0) holds n keys while a second (worker 1) waits on
+//     each; then the holder releases them all, 200 at a time, and each waiter takes its key:
+//     hand-offs per second, the wait from release() called to the waiter's acquire resolved, and
+//     per hand-off the requests, Redis commands and CPU; the heap of both sessions per key (after
+//     GC) and the channels subscribed while every waiter waits. A timing pass direct to Redis,
+//     then a round-trip pass through the counting proxy, at the same size.
+import type { Held } from '../contenders/types.js';
+import { nowNs } from '../ipc.js';
+import { CountingProxy, totalOf } from '../proxy.js';
+import { costSince, pubsubChannels, serverCost } from '../redis.js';
+import { latency, round } from '../stats.js';
+import { heapAfterGc, inBatches, session, sleep } from '../worker-state.js';
+import { contention } from './contended.js';
+import {
+  connect,
+  disconnect,
+  num,
+  str,
+  unhandledTotal,
+  type Metrics,
+  type Outcome,
+  type RunContext,
+  type Scenario,
+  type WorkerOps,
+} from './common.js';
+import { channelsSettled } from './many-keys.js';
+
+export const CONTENDER_POINTS = [2, 8, 32, 128] as const;
+export const KEY_POINTS = [1, 1_000, 100_000] as const;
+const QUICK_CONTENDER_POINTS: readonly number[] = [2, 8, 32];
+const QUICK_KEY_POINTS: readonly number[] = [1, 1_000];
+/** The contenders the curves are drawn for: latchkey and the fastest peer (bounds the full run). */
+export const SCALING_CONTENDERS: readonly string[] = ['latchkey', 'redis-semaphore'];
+/** Releases (and waiter clean-ups) in flight at once in the keys curve. */
+const RELEASE_WIDTH = 200;
+
+export const contenderPoint = (n: number): string => `scaling-contenders-${n}`;
+export const keyPoint = (n: number): string => `scaling-keys-${n}`;
+
+// ---- worker side ----------------------------------------------------------------------------
+
+let heapBase = 0;
+let holds: Held[] = [];
+let waiting: Promise<unknown>[] = [];
+let waiterHolds: (Held | undefined)[] = [];
+let gotNs: number[] = [];
+
+export const scalingOps: WorkerOps = {
+  'scaling.heap'() {
+    return Promise.resolve(heapAfterGc());
+  },
+  async 'scaling.hold'(args) {
+    const holder = session(str(args, 'session'));
+    const prefix = str(args, 'prefix');
+    if (args['heap'] === true) heapBase = heapAfterGc();
+    holds = await inBatches(num(args, 'count'), RELEASE_WIDTH, (i) => holder.acquire(`${prefix}:${i}`));
+    return null;
+  },
+  async 'scaling.wait'(args) {
+    const waiter = session(str(args, 'session'));
+    const prefix = str(args, 'prefix');
+    const count = num(args, 'count');
+    if (args['heap'] === true) heapBase = heapAfterGc();
+    gotNs = new Array<number>(count).fill(-1);
+    waiterHolds = new Array<Held | undefined>(count).fill(undefined);
+    waiting = [];
+    for (let i = 0; i < count; i += 1) {
+      waiting.push(
+        waiter.acquire(`${prefix}:${i}`).then((held) => {
+          gotNs[i] = nowNs();
+          waiterHolds[i] = held;
+        }),
+      );
+      if (i % 500 === 499) await sleep(1);
+    }
+    return null;
+  },
+  /** Heap now (after GC) less the heap before this process's sessions held or waited. */
+  'scaling.heapDelta'() {
+    // holds and waiting are still referenced here, so GC cannot take them.
+    const heap = heapAfterGc() - heapBase;
+    return Promise.resolve(holds.length + waiting.length > 0 ? heap : 0);
+  },
+  /** Releases every hold, `RELEASE_WIDTH` at a time; the stamp right before each release(). */
+  async 'scaling.release'() {
+    const releasing = new Array<number>(holds.length).fill(-1);
+    const current = holds;
+    holds = [];
+    await inBatches(current.length, RELEASE_WIDTH, async (i) => {
+      const held = current[i];
+      if (held === undefined) return;
+      releasing[i] = nowNs();
+      await held.release();
+    });
+    return releasing;
+  },
+  /** Each waiter's stamp on acquiring (-1: not within `timeoutMs`). */
+  async 'scaling.collect'(args) {
+    const all = Promise.all(waiting);
+    await Promise.race([all, sleep(num(args, 'timeoutMs'))]);
+    return gotNs;
+  },
+  /** Releases what the waiters took (not measured) and forgets everything. */
+  async 'scaling.end'() {
+    const current = waiterHolds;
+    waiterHolds = [];
+    waiting = [];
+    gotNs = [];
+    holds = [];
+    await inBatches(current.length, RELEASE_WIDTH, async (i) => current[i]?.release());
+    return null;
+  },
+};
+
+// ---- parent side: contenders on one key -------------------------------------------------------
+
+async function heapOfWorkers(context: RunContext): Promise<number> {
+  const heaps = await Promise.all(
+    context.workers.map((worker) => worker.call<number>({ op: 'scaling.heap' })),
+  );
+  return heaps.reduce((a, b) => a + b, 0);
+}
+
+async function contendersPoint(context: RunContext, contenders: number): Promise<Outcome> {
+  const label = contenderPoint(contenders);
+  let channelsBefore = 0;
+  let heapBefore = 0;
+  let heapBytes = -1;
+  let channels = -1;
+  const { outcome, waitsNs } = await contention(context, contenders, {
+    label,
+    durationMs: context.quick ? 1_000 : 5_000,
+    countedMs: context.quick ? 500 : 2_000,
+    warmupMs: context.quick ? 200 : 300,
+    // After the timing pass the code is loaded and warm: the heap then is the baseline.
+    beforeCounted: async () => {
+      channelsBefore = await pubsubChannels(context.redis.admin);
+      heapBefore = await heapOfWorkers(context);
+    },
+    probe: async () => {
+      channels = (await pubsubChannels(context.redis.admin)) - channelsBefore;
+      heapBytes = (await heapOfWorkers(context)) - heapBefore;
+    },
+  });
+  if (outcome.status === 'skipped') return outcome;
+  const base = outcome.metrics ?? {};
+  const wait = latency(waitsNs);
+  const metrics: Metrics = {
+    acqPerSec: base['acqPerSec'] ?? -1,
+    waitP50Ms: round(wait.p50Ms, 3),
+    waitP99Ms: round(wait.p99Ms, 3),
+    roundTripsPerAcq: base['roundTripsPerAcq'] ?? -1,
+    cmdsPerAcq: base['cmdsPerAcq'] ?? -1,
+    redisCpuUsPerAcq: base['redisCpuUsPerAcq'] ?? -1,
+    clientHeapKB: round(heapBytes / 1024, 1),
+    subscriptions: channels,
+    acquisitions: base['acquisitions'] ?? 0,
+    giveUps: base['giveUps'] ?? 0,
+  };
+  return outcome.status === 'ok'
+    ? { status: 'ok', metrics, notes: outcome.notes ?? [] }
+    : { status: 'failed', reason: outcome.reason, metrics };
+}
+
+// ---- parent side: distinct keys ---------------------------------------------------------------
+
+interface KeysPass {
+  readonly acquired: number;
+  readonly missing: number;
+  /** Waiters that acquired before their key's release was called. */
+  readonly early: number;
+  readonly waitsNs: number[];
+  readonly spanNs: number;
+  readonly commands: number;
+  readonly cpuUs: number;
+  readonly requests: number;
+  readonly heapBytes: number;
+  readonly channels: number;
+}
+
+/**
+ * Hand-offs wanted at least per point: below that many keys the hold-wait-release round is
+ * repeated (channels and heap looked at in the first round only), so a point of 1 key still has
+ * percentiles.
+ */
+const MIN_HANDOFFS = { quick: 50, full: 200 } as const;
+/** After the first round, how long the waiters get to be blocked before the release (ms). */
+const ROUND_SETTLE_MS = 25;
+
+async function keysPass(
+  context: RunContext,
+  count: number,
+  label: string,
+  proxy: CountingProxy | undefined,
+): Promise<KeysPass> {
+  const [holder, waiter] = context.workers;
+  if (holder === undefined || waiter === undefined) throw new Error('need two workers');
+  const url = proxy?.url;
+  const rounds = Math.ceil((context.quick ? MIN_HANDOFFS.quick : MIN_HANDOFFS.full) / count);
+  const channelsBefore = await pubsubChannels(context.redis.admin);
+  await connect(context, holder, `${label}-holder`, { url, name: 'bench-holder' });
+  await connect(context, waiter, `${label}-waiter`, { url, name: 'bench-waiter' });
+  const waitsNs: number[] = [];
+  let early = 0;
+  let missing = 0;
+  let spanNs = 0;
+  let commands = 0;
+  let cpuUs = 0;
+  let requests = 0;
+  let heapBytes = 0;
+  let channels = 0;
+  try {
+    // Setting up 100,000 holds and waits takes a while on a small machine.
+    const setupMs = 60_000 + count;
+    const timeoutMs = (context.quick ? 15_000 : 120_000) + count;
+    // What one INFO snapshot itself costs the server, taken off each round's CPU: at one key a
+    // round is a single hand-off, and two INFO calls would otherwise weigh more than it does.
+    const infoCpuUs = costSince(
+      await serverCost(context.redis.admin),
+      await serverCost(context.redis.admin),
+    ).cpuUs;
+    for (let round = 0; round < rounds; round += 1) {
+      const prefix = `${context.keyPrefix}:${label}:${round}`;
+      // The heap is looked at in the first round only (a full GC takes a while).
+      const heap = round === 0;
+      await holder.call({ op: 'scaling.hold', session: `${label}-holder`, prefix, count, heap }, setupMs);
+      await waiter.call({ op: 'scaling.wait', session: `${label}-waiter`, prefix, count, heap }, setupMs);
+      if (round === 0) {
+        channels = (await channelsSettled(context, context.quick ? 15_000 : 60_000)) - channelsBefore;
+        const heaps = await Promise.all(
+          [holder, waiter].map((w) => w.call<number>({ op: 'scaling.heapDelta' })),
+        );
+        heapBytes = (heaps[0] ?? 0) + (heaps[1] ?? 0);
+      } else {
+        await sleep(ROUND_SETTLE_MS);
+      }
+      const costBefore = await serverCost(context.redis.admin);
+      proxy?.take();
+      const [released, got] = await Promise.all([
+        holder.call<number[]>({ op: 'scaling.release' }, timeoutMs + 60_000),
+        waiter.call<number[]>({ op: 'scaling.collect', timeoutMs }, timeoutMs + 60_000),
+      ]);
+      requests += proxy === undefined ? 0 : totalOf(proxy.take());
+      const cost = costSince(costBefore, await serverCost(context.redis.admin));
+      commands += cost.commands;
+      cpuUs += Math.max(0, cost.cpuUs - infoCpuUs);
+      await waiter.call({ op: 'scaling.end' }, setupMs);
+      let first = Number.POSITIVE_INFINITY;
+      let last = Number.NEGATIVE_INFINITY;
+      got.forEach((at, i) => {
+        const from = released[i] ?? -1;
+        if (at < 0 || from < 0) {
+          missing += 1;
+          return;
+        }
+        if (at < from) early += 1;
+        waitsNs.push(at - from);
+        first = Math.min(first, from);
+        last = Math.max(last, at);
+      });
+      if (last > first) spanNs += last - first;
+    }
+    return {
+      acquired: waitsNs.length,
+      missing,
+      early,
+      waitsNs,
+      spanNs,
+      commands,
+      cpuUs,
+      requests,
+      heapBytes,
+      channels,
+    };
+  } finally {
+    await disconnect(waiter, `${label}-waiter`);
+    await disconnect(holder, `${label}-holder`);
+  }
+}
+
+async function keysPoint(context: RunContext, count: number): Promise<Outcome> {
+  const label = keyPoint(count);
+  const before = await unhandledTotal(context.workers);
+  const timed = await keysPass(context, count, label, undefined);
+  const proxy = await CountingProxy.start(context.redis.url);
+  let counted: KeysPass;
+  try {
+    counted = await keysPass(context, count, `${label}-rt`, proxy);
+  } finally {
+    await proxy.stop();
+  }
+  const unhandled = (await unhandledTotal(context.workers)) - before;
+  const wait = latency(timed.waitsNs);
+  const per = (total: number, n: number, digits: number): number => (n === 0 ? -1 : round(total / n, digits));
+  const metrics: Metrics = {
+    acqPerSec: timed.spanNs === 0 ? -1 : round(timed.acquired / (timed.spanNs / 1e9), 1),
+    waitP50Ms: round(wait.p50Ms, 3),
+    waitP99Ms: round(wait.p99Ms, 3),
+    roundTripsPerAcq: per(counted.requests, counted.acquired, 3),
+    cmdsPerAcq: per(timed.commands, timed.acquired, 3),
+    redisCpuUsPerAcq: per(timed.cpuUs, timed.acquired, 2),
+    clientHeapKB: round(timed.heapBytes / 1024, 1),
+    clientHeapBytesPerKey: round(timed.heapBytes / count, 0),
+    subscriptions: timed.channels,
+    acquisitions: timed.acquired,
+  };
+  const notes: string[] = [];
+  if (count < 100)
+    notes.push(
+      `${count} key(s): the heap after GC moves by more than ${count === 1 ? 'one' : 'these'} hold and wait take (clientHeapBytesPerKey is noise here); hand-offs repeated in ${Math.round(timed.acquired / count)} rounds for percentiles`,
+    );
+  const missing = timed.missing + counted.missing;
+  const early = timed.early + counted.early;
+  if (early > 0)
+    return { status: 'failed', reason: `${early} waiter(s) acquired before the holder released`, metrics };
+  if (missing > 0)
+    return {
+      status: 'failed',
+      reason: `${missing} waiter(s) never acquired within the time allowed`,
+      metrics,
+    };
+  if (unhandled > 0) return { status: 'failed', reason: `${unhandled} unhandled rejection(s)`, metrics };
+  return { status: 'ok', metrics, notes };
+}
+
+// ---- the scenario -------------------------------------------------------------------------------
+
+export const scaling: Scenario = {
+  names: [...CONTENDER_POINTS.map(contenderPoint), ...KEY_POINTS.map(keyPoint)],
+  skip: (adapter) =>
+    adapter.caps.wait === 'none'
+      ? 'floor: cannot wait for a held lock'
+      : !SCALING_CONTENDERS.includes(adapter.name)
+        ? `the curves are drawn for ${SCALING_CONTENDERS.join(' and ')} only, to bound the run`
+        : undefined,
+  async run(context) {
+    const outcomes: Record<string, Outcome> = {};
+    const latchkeyOnly = context.quick && context.adapter.name !== 'latchkey';
+    const polling = context.adapter.caps.wait === 'polling';
+    for (const n of CONTENDER_POINTS) {
+      const name = contenderPoint(n);
+      if (latchkeyOnly) outcomes[name] = { status: 'skipped', reason: 'quick run: latchkey only' };
+      else if (context.quick && !QUICK_CONTENDER_POINTS.includes(n))
+        outcomes[name] = { status: 'skipped', reason: 'quick run: full run only' };
+      else {
+        context.log(`${name}`);
+        outcomes[name] = await contendersPoint(context, n);
+      }
+    }
+    for (const n of KEY_POINTS) {
+      const name = keyPoint(n);
+      if (latchkeyOnly) outcomes[name] = { status: 'skipped', reason: 'quick run: latchkey only' };
+      else if (context.quick && !QUICK_KEY_POINTS.includes(n))
+        outcomes[name] = { status: 'skipped', reason: 'quick run: full run only' };
+      else if (polling && n > 10_000)
+        outcomes[name] = {
+          status: 'skipped',
+          reason: `${n.toLocaleString('en-US')} waiters polling every few ms would be millions of requests a second on one server`,
+        };
+      else {
+        context.log(`${name}`);
+        const started = Date.now();
+        outcomes[name] = await keysPoint(context, n);
+        context.log(`${name}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      }
+    }
+    return outcomes;
+  },
+};
