@@ -1,7 +1,7 @@
 // Scenario "scaling": two curves of points, each point its own scenario name.
 //   scaling-contenders-<n>: n contenders over the worker processes on one key (the contended
-//     run of contended.ts at each size), plus the client heap of the processes and the server's
-//     pubsub channels, both looked at halfway through the (untimed) round-trip pass.
+//     run of contended.ts at each size), plus the heap of the processes (after GC) and the
+//     server's pubsub channels, both looked at halfway through the (untimed) round-trip pass.
 //   scaling-keys-<n>: one session (worker 0) holds n keys while a second (worker 1) waits on
 //     each; then the holder releases them all, 200 at a time, and each waiter takes its key:
 //     hand-offs per second, the wait from release() called to the waiter's acquire resolved, and
@@ -11,6 +11,15 @@
 import type { Held } from '../contenders/types.js';
 import { nowNs } from '../ipc.js';
 import { CountingProxy, totalOf } from '../proxy.js';
+import {
+  CONTENDER_POINTS,
+  KEY_POINTS,
+  QUICK_CONTENDER_POINTS,
+  QUICK_KEY_POINTS,
+  SCALING_CONTENDERS,
+  contenderPoint,
+  keyPoint,
+} from '../scaling-points.js';
 import { costSince, pubsubChannels, serverCost } from '../redis.js';
 import { latency, round } from '../stats.js';
 import { heapAfterGc, inBatches, session, sleep } from '../worker-state.js';
@@ -29,17 +38,8 @@ import {
 } from './common.js';
 import { channelsSettled } from './many-keys.js';
 
-export const CONTENDER_POINTS = [2, 8, 32, 128] as const;
-export const KEY_POINTS = [1, 1_000, 100_000] as const;
-const QUICK_CONTENDER_POINTS: readonly number[] = [2, 8, 32];
-const QUICK_KEY_POINTS: readonly number[] = [1, 1_000];
-/** The contenders the curves are drawn for: latchkey and the fastest peer (bounds the full run). */
-export const SCALING_CONTENDERS: readonly string[] = ['latchkey', 'redis-semaphore'];
 /** Releases (and waiter clean-ups) in flight at once in the keys curve. */
 const RELEASE_WIDTH = 200;
-
-export const contenderPoint = (n: number): string => `scaling-contenders-${n}`;
-export const keyPoint = (n: number): string => `scaling-keys-${n}`;
 
 // ---- worker side ----------------------------------------------------------------------------
 
@@ -128,7 +128,6 @@ async function heapOfWorkers(context: RunContext): Promise<number> {
 async function contendersPoint(context: RunContext, contenders: number): Promise<Outcome> {
   const label = contenderPoint(contenders);
   let channelsBefore = 0;
-  let heapBefore = 0;
   let heapBytes = -1;
   let channels = -1;
   const { outcome, waitsNs } = await contention(context, contenders, {
@@ -136,14 +135,15 @@ async function contendersPoint(context: RunContext, contenders: number): Promise
     durationMs: context.quick ? 1_000 : 5_000,
     countedMs: context.quick ? 500 : 2_000,
     warmupMs: context.quick ? 200 : 300,
-    // After the timing pass the code is loaded and warm: the heap then is the baseline.
+    // Between the passes no session is open: the server's channels then are the baseline.
     beforeCounted: async () => {
       channelsBefore = await pubsubChannels(context.redis.admin);
-      heapBefore = await heapOfWorkers(context);
     },
     probe: async () => {
       channels = (await pubsubChannels(context.redis.admin)) - channelsBefore;
-      heapBytes = (await heapOfWorkers(context)) - heapBefore;
+      // The whole heap, not a delta: what a waiter adds is far below the GC's own noise, so a
+      // delta from before the pass can come out negative; the whole shows whether it grows.
+      heapBytes = await heapOfWorkers(context);
     },
   });
   if (outcome.status === 'skipped') return outcome;
@@ -156,7 +156,7 @@ async function contendersPoint(context: RunContext, contenders: number): Promise
     roundTripsPerAcq: base['roundTripsPerAcq'] ?? -1,
     cmdsPerAcq: base['cmdsPerAcq'] ?? -1,
     redisCpuUsPerAcq: base['redisCpuUsPerAcq'] ?? -1,
-    clientHeapKB: round(heapBytes / 1024, 1),
+    clientHeapKB: round(heapBytes / 1024, 0),
     subscriptions: channels,
     acquisitions: base['acquisitions'] ?? 0,
     giveUps: base['giveUps'] ?? 0,
@@ -225,18 +225,19 @@ async function keysPass(
     ).cpuUs;
     for (let round = 0; round < rounds; round += 1) {
       const prefix = `${context.keyPrefix}:${label}:${round}`;
-      // The heap is looked at in the first round only (a full GC takes a while).
-      const heap = round === 0;
+      // The heap is looked at in one round only (a full GC takes a while): the last, when the
+      // code is warm and earlier rounds' garbage is gone.
+      const heap = round === rounds - 1;
       await holder.call({ op: 'scaling.hold', session: `${label}-holder`, prefix, count, heap }, setupMs);
       await waiter.call({ op: 'scaling.wait', session: `${label}-waiter`, prefix, count, heap }, setupMs);
-      if (round === 0) {
+      if (round === 0)
         channels = (await channelsSettled(context, context.quick ? 15_000 : 60_000)) - channelsBefore;
+      else await sleep(ROUND_SETTLE_MS);
+      if (heap) {
         const heaps = await Promise.all(
           [holder, waiter].map((w) => w.call<number>({ op: 'scaling.heapDelta' })),
         );
         heapBytes = (heaps[0] ?? 0) + (heaps[1] ?? 0);
-      } else {
-        await sleep(ROUND_SETTLE_MS);
       }
       const costBefore = await serverCost(context.redis.admin);
       proxy?.take();
@@ -309,6 +310,10 @@ async function keysPoint(context: RunContext, count: number): Promise<Outcome> {
     acquisitions: timed.acquired,
   };
   const notes: string[] = [];
+  if (timed.cpuUs < 20_000)
+    notes.push(
+      `Redis CPU over the measured release phases: ${round(timed.cpuUs / 1000, 2)} ms in all; at this size the server's per-request system calls and wake-ups, not the scripts, make most of it`,
+    );
   if (count < 100)
     notes.push(
       `${count} key(s): the heap after GC moves by more than ${count === 1 ? 'one' : 'these'} hold and wait take (clientHeapBytesPerKey is noise here); hand-offs repeated in ${Math.round(timed.acquired / count)} rounds for percentiles`,
