@@ -17,7 +17,7 @@ import { ADAPTERS } from './contenders/index.js';
 import { CONTENDER_NAMES, type Adapter, type ContenderName } from './contenders/types.js';
 import { spawnWorkers, type WorkerHandle } from './ipc.js';
 import { flushIfOwned, info, startBenchRedis } from './redis.js';
-import { renderMarkdown, renderSvg } from './report.js';
+import { renderMarkdown, renderScalingSvg, renderSvg } from './report.js';
 import { emptyResults, record, type Env, type Results } from './results-model.js';
 import { contended } from './scenarios/contended.js';
 import { handoff } from './scenarios/handoff.js';
@@ -308,6 +308,12 @@ async function main(): Promise<void> {
     writeFileSync(join(cli.out, 'latest.md'), renderMarkdown(results));
     writeFileSync(join(cli.out, 'latest.svg'), renderSvg(results));
     console.log(`\nwrote ${join(cli.out, 'latest.{json,md,svg}')}`);
+    for (const curve of ['contenders', 'keys'] as const) {
+      const svg = renderScalingSvg(results, curve);
+      if (svg === undefined) continue;
+      writeFileSync(join(cli.out, `scaling-${curve}.svg`), svg);
+      console.log(`wrote ${join(cli.out, `scaling-${curve}.svg`)}`);
+    }
   } finally {
     await stopRedis();
   }
