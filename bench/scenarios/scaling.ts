@@ -41,6 +41,12 @@ import { channelsSettled } from './many-keys.js';
 /** Releases (and waiter clean-ups) in flight at once in the keys curve. */
 const RELEASE_WIDTH = 200;
 
+interface Collected {
+  readonly gotNs: number[];
+  readonly errors: number;
+  readonly firstError: string;
+}
+
 // ---- worker side ----------------------------------------------------------------------------
 
 let heapBase = 0;
@@ -48,6 +54,15 @@ let holds: Held[] = [];
 let waiting: Promise<unknown>[] = [];
 let waiterHolds: (Held | undefined)[] = [];
 let gotNs: number[] = [];
+let waitErrors: string[] = [];
+
+/**
+ * Waiters started per pause and the pause (ms). Started all at once, 100,000 first attempts
+ * queue on one connection past the library's 5 s call timeout; 10,000 a second is well within
+ * what the server answers, and a thousand start at once as before.
+ */
+const WAIT_BATCH = 500;
+const waitPauseMs = (count: number): number => (count > 10_000 ? 50 : 1);
 
 export const scalingOps: WorkerOps = {
   'scaling.heap'() {
@@ -68,14 +83,20 @@ export const scalingOps: WorkerOps = {
     gotNs = new Array<number>(count).fill(-1);
     waiterHolds = new Array<Held | undefined>(count).fill(undefined);
     waiting = [];
+    waitErrors = [];
     for (let i = 0; i < count; i += 1) {
       waiting.push(
-        waiter.acquire(`${prefix}:${i}`).then((held) => {
-          gotNs[i] = nowNs();
-          waiterHolds[i] = held;
-        }),
+        waiter.acquire(`${prefix}:${i}`).then(
+          (held) => {
+            gotNs[i] = nowNs();
+            waiterHolds[i] = held;
+          },
+          (error: unknown) => {
+            waitErrors.push(error instanceof Error ? error.message : String(error));
+          },
+        ),
       );
-      if (i % 500 === 499) await sleep(1);
+      if (i % WAIT_BATCH === WAIT_BATCH - 1) await sleep(waitPauseMs(count));
     }
     return null;
   },
@@ -98,11 +119,12 @@ export const scalingOps: WorkerOps = {
     });
     return releasing;
   },
-  /** Each waiter's stamp on acquiring (-1: not within `timeoutMs`). */
+  /** Each waiter's stamp on acquiring (-1: not within `timeoutMs`), and the waits that failed. */
   async 'scaling.collect'(args) {
     const all = Promise.all(waiting);
     await Promise.race([all, sleep(num(args, 'timeoutMs'))]);
-    return gotNs;
+    const collected: Collected = { gotNs, errors: waitErrors.length, firstError: waitErrors[0] ?? '' };
+    return collected;
   },
   /** Releases what the waiters took (not measured) and forgets everything. */
   async 'scaling.end'() {
@@ -171,6 +193,9 @@ async function contendersPoint(context: RunContext, contenders: number): Promise
 interface KeysPass {
   readonly acquired: number;
   readonly missing: number;
+  /** Waits that ended in an error (and the first one's message). */
+  readonly errors: number;
+  readonly firstError: string;
   /** Waiters that acquired before their key's release was called. */
   readonly early: number;
   readonly waitsNs: number[];
@@ -213,6 +238,8 @@ async function keysPass(
   let requests = 0;
   let heapBytes = 0;
   let channels = 0;
+  let errors = 0;
+  let firstError = '';
   try {
     // Setting up 100,000 holds and waits takes a while on a small machine.
     const setupMs = 60_000 + count;
@@ -241,10 +268,13 @@ async function keysPass(
       }
       const costBefore = await serverCost(context.redis.admin);
       proxy?.take();
-      const [released, got] = await Promise.all([
+      const [released, collected] = await Promise.all([
         holder.call<number[]>({ op: 'scaling.release' }, timeoutMs + 60_000),
-        waiter.call<number[]>({ op: 'scaling.collect', timeoutMs }, timeoutMs + 60_000),
+        waiter.call<Collected>({ op: 'scaling.collect', timeoutMs }, timeoutMs + 60_000),
       ]);
+      const got = collected.gotNs;
+      errors += collected.errors;
+      if (firstError === '') firstError = collected.firstError;
       requests += proxy === undefined ? 0 : totalOf(proxy.take());
       const cost = costSince(costBefore, await serverCost(context.redis.admin));
       commands += cost.commands;
@@ -268,6 +298,8 @@ async function keysPass(
     return {
       acquired: waitsNs.length,
       missing,
+      errors,
+      firstError,
       early,
       waitsNs,
       spanNs,
@@ -322,6 +354,11 @@ async function keysPoint(context: RunContext, count: number): Promise<Outcome> {
   const early = timed.early + counted.early;
   if (early > 0)
     return { status: 'failed', reason: `${early} waiter(s) acquired before the holder released`, metrics };
+  const errors = timed.errors + counted.errors;
+  if (errors > 0) {
+    const first = timed.firstError === '' ? counted.firstError : timed.firstError;
+    return { status: 'failed', reason: `${errors} wait(s) failed, the first: ${first}`, metrics };
+  }
   if (missing > 0)
     return {
       status: 'failed',
@@ -330,6 +367,16 @@ async function keysPoint(context: RunContext, count: number): Promise<Outcome> {
     };
   if (unhandled > 0) return { status: 'failed', reason: `${unhandled} unhandled rejection(s)`, metrics };
   return { status: 'ok', metrics, notes };
+}
+
+/** A point that throws fails alone; the other points keep their numbers. */
+async function isolated(point: () => Promise<Outcome>): Promise<Outcome> {
+  try {
+    return await point();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return { status: 'failed', reason: `error: ${message.split('\n')[0] ?? message}` };
+  }
 }
 
 // ---- the scenario -------------------------------------------------------------------------------
@@ -353,7 +400,7 @@ export const scaling: Scenario = {
         outcomes[name] = { status: 'skipped', reason: 'quick run: full run only' };
       else {
         context.log(`${name}`);
-        outcomes[name] = await contendersPoint(context, n);
+        outcomes[name] = await isolated(() => contendersPoint(context, n));
       }
     }
     for (const n of KEY_POINTS) {
@@ -369,7 +416,7 @@ export const scaling: Scenario = {
       else {
         context.log(`${name}`);
         const started = Date.now();
-        outcomes[name] = await keysPoint(context, n);
+        outcomes[name] = await isolated(() => keysPoint(context, n));
         context.log(`${name}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
       }
     }
