@@ -140,7 +140,7 @@ function acquisitions(result: Pass): number {
 }
 
 /** Counts by command for the md's breakdown: per acquisition, largest first. */
-function breakdown(counts: Counts, acquired: number): string {
+export function breakdown(counts: Counts, acquired: number): string {
   return [...counts.entries()]
     .sort((a, b) => b[1] - a[1])
     .map(([name, count]) => `${name} ${round(count / acquired, 2)}`)

@@ -10,7 +10,7 @@
 //     then a round-trip pass through the counting proxy, at the same size.
 import type { Held } from '../contenders/types.js';
 import { nowNs } from '../ipc.js';
-import { CountingProxy, totalOf } from '../proxy.js';
+import { CountingProxy, type Counts } from '../proxy.js';
 import {
   CONTENDER_POINTS,
   KEY_POINTS,
@@ -23,7 +23,7 @@ import {
 import { costSince, pubsubChannels, serverCost } from '../redis.js';
 import { latency, round } from '../stats.js';
 import { heapAfterGc, inBatches, session, sleep } from '../worker-state.js';
-import { contention } from './contended.js';
+import { breakdown, contention } from './contended.js';
 import {
   connect,
   disconnect,
@@ -192,6 +192,8 @@ async function contendersPoint(context: RunContext, contenders: number): Promise
 
 interface KeysPass {
   readonly acquired: number;
+  /** Requests by command over the release phases (through the proxy only). */
+  readonly byCommand: Counts;
   readonly missing: number;
   /** Waits that ended in an error (and the first one's message). */
   readonly errors: number;
@@ -240,6 +242,7 @@ async function keysPass(
   let channels = 0;
   let errors = 0;
   let firstError = '';
+  const byCommand = new Map<string, number>();
   try {
     // Setting up 100,000 holds and waits takes a while on a small machine.
     const setupMs = 60_000 + count;
@@ -275,7 +278,11 @@ async function keysPass(
       const got = collected.gotNs;
       errors += collected.errors;
       if (firstError === '') firstError = collected.firstError;
-      requests += proxy === undefined ? 0 : totalOf(proxy.take());
+      if (proxy !== undefined)
+        for (const [name, calls] of proxy.take()) {
+          byCommand.set(name, (byCommand.get(name) ?? 0) + calls);
+          requests += calls;
+        }
       const cost = costSince(costBefore, await serverCost(context.redis.admin));
       commands += cost.commands;
       cpuUs += Math.max(0, cost.cpuUs - infoCpuUs);
@@ -297,6 +304,7 @@ async function keysPass(
     }
     return {
       acquired: waitsNs.length,
+      byCommand,
       missing,
       errors,
       firstError,
@@ -341,7 +349,14 @@ async function keysPoint(context: RunContext, count: number): Promise<Outcome> {
     subscriptions: timed.channels,
     acquisitions: timed.acquired,
   };
-  const notes: string[] = [];
+  const notes: string[] = [
+    `round trips by command, per hand-off: ${breakdown(counted.byCommand, Math.max(1, counted.acquired))}`,
+  ];
+  const slow = timed.waitsNs.filter((ns) => ns > 1e9).length;
+  if (slow > 0)
+    notes.push(
+      `${slow} hand-off(s) waited over 1 s, the longest ${round(wait.maxMs, 1)} ms (the library's default call timeout is 5 s)`,
+    );
   if (timed.cpuUs < 20_000)
     notes.push(
       `Redis CPU over the measured release phases: ${round(timed.cpuUs / 1000, 2)} ms in all; at this size the server's per-request system calls and wake-ups, not the scripts, make most of it`,
