@@ -154,9 +154,9 @@ async function contendersPoint(context: RunContext, contenders: number): Promise
   let channels = -1;
   const { outcome, waitsNs } = await contention(context, contenders, {
     label,
-    durationMs: context.quick ? 1_000 : 5_000,
-    countedMs: context.quick ? 500 : 2_000,
-    warmupMs: context.quick ? 200 : 300,
+    durationMs: context.quick ? 800 : 5_000,
+    countedMs: context.quick ? 400 : 2_000,
+    warmupMs: context.quick ? 150 : 300,
     // Between the passes no session is open: the server's channels then are the baseline.
     beforeCounted: async () => {
       channelsBefore = await pubsubChannels(context.redis.admin);
@@ -214,7 +214,7 @@ interface KeysPass {
  * repeated (channels and heap looked at in the first round only), so a point of 1 key still has
  * percentiles.
  */
-const MIN_HANDOFFS = { quick: 50, full: 200 } as const;
+const MIN_HANDOFFS = { quick: 40, full: 200 } as const;
 /** After the first round, how long the waiters get to be blocked before the release (ms). */
 const ROUND_SETTLE_MS = 25;
 
