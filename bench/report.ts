@@ -2,6 +2,7 @@
 // as a small hand-written SVG chart (handoff latency; round trips and commands per acquisition).
 import type { Metrics } from './scenarios/common.js';
 import type { Results } from './results-model.js';
+import { CONTENDER_POINTS, KEY_POINTS, contenderPoint, isScalingPoint, keyPoint } from './scaling-points.js';
 
 const PEERS = [
   'redlock',
@@ -436,8 +437,10 @@ export function renderMarkdown(results: Results): string {
   for (const scenario of [...SCENARIO_ORDER, ...scenarios]) {
     if (!scenarios.has(scenario)) continue;
     scenarios.delete(scenario);
-    lines.push(...scenarioTable(results, scenario));
+    // The scaling points are one section of their own (below), not a table each.
+    if (!isScalingPoint(scenario)) lines.push(...scenarioTable(results, scenario));
   }
+  lines.push(...scalingMarkdown(results));
   lines.push(
     '## How the numbers are taken',
     '',
@@ -572,4 +575,300 @@ export function renderSvg(results: Results): string {
     '</svg>',
     '',
   ].join('\n');
+}
+
+// ---- scaling ------------------------------------------------------------------------------
+
+interface CurveMetric {
+  readonly key: string;
+  readonly label: string;
+  /** A cost per acquisition (or per key) that should not grow with the curve's x. */
+  readonly flat?: {
+    /** Largest max/min ratio over the points still called flat (measurement noise). */
+    readonly within: number;
+    /** Points below this x are left out of the verdict (e.g. heap per key at 1 key: noise). */
+    readonly fromX?: number;
+  };
+}
+
+interface Curve {
+  readonly id: 'contenders' | 'keys';
+  readonly title: string;
+  readonly x: string;
+  readonly points: readonly number[];
+  readonly scenario: (n: number) => string;
+  readonly metrics: readonly CurveMetric[];
+}
+
+const COUNTS_FLAT = { within: 1.15 } as const;
+const CPU_FLAT = { within: 1.5 } as const;
+
+const CURVES: readonly Curve[] = [
+  {
+    id: 'contenders',
+    title: 'Contenders on one key (over 4 processes, 1 ms hold)',
+    x: 'contenders',
+    points: CONTENDER_POINTS,
+    scenario: contenderPoint,
+    metrics: [
+      { key: 'acqPerSec', label: 'acquisitions/s' },
+      { key: 'waitP50Ms', label: 'wait p50 ms' },
+      { key: 'waitP99Ms', label: 'wait p99 ms' },
+      { key: 'roundTripsPerAcq', label: 'round trips/acq', flat: COUNTS_FLAT },
+      { key: 'cmdsPerAcq', label: 'Redis commands/acq', flat: COUNTS_FLAT },
+      { key: 'redisCpuUsPerAcq', label: 'Redis CPU µs/acq', flat: CPU_FLAT },
+      { key: 'clientHeapKB', label: 'client heap KB (4 processes, whole)' },
+      { key: 'subscriptions', label: 'subscribed channels' },
+    ],
+  },
+  {
+    id: 'keys',
+    title: 'Distinct keys, one holder and one waiter each (hand-offs)',
+    x: 'keys',
+    points: KEY_POINTS,
+    scenario: keyPoint,
+    metrics: [
+      { key: 'acqPerSec', label: 'hand-offs/s' },
+      { key: 'waitP50Ms', label: 'wait p50 ms' },
+      { key: 'waitP99Ms', label: 'wait p99 ms' },
+      { key: 'roundTripsPerAcq', label: 'round trips/acq', flat: COUNTS_FLAT },
+      { key: 'cmdsPerAcq', label: 'Redis commands/acq', flat: COUNTS_FLAT },
+      { key: 'redisCpuUsPerAcq', label: 'Redis CPU µs/acq', flat: CPU_FLAT },
+      { key: 'clientHeapBytesPerKey', label: 'client heap bytes/key', flat: { within: 1.25, fromX: 1_000 } },
+      { key: 'subscriptions', label: 'subscribed channels' },
+    ],
+  },
+];
+
+const SCALING_DESCRIPTION = [
+  "`scaling-contenders-<n>`: the contended run (see contended-8) at n contenders over 4 processes on one key, 1 ms hold; waitP50Ms/waitP99Ms: acquire called to resolved, every acquisition of the timing pass; clientHeapKB: heap used by the 4 worker processes after GC, halfway through the round-trip pass (the whole heap: tsx, the client library and its connections included; what one more waiter adds is below the GC's noise, so the curve shows whether it grows); subscriptions: server pubsub_channels at that moment, less between the passes.",
+  "`scaling-keys-<n>`: one session (process 1) holds n keys, a second (process 2) waits on each; once the server subscriptions stop moving, the holder releases every key, 200 releases in flight at a time, and each waiter takes its key. acqPerSec: hand-offs over the time from the first release called to the last waiter acquired; wait: release() called to that waiter acquired; round trips (a second pass through the counting proxy), commands and Redis CPU (INFO deltas, less what an INFO call costs) over the release phase, per hand-off; clientHeapBytesPerKey: heap of both processes after GC with everything held and waiting, less before, per key; subscriptions: pubsub_channels while they wait. Below 200 keys (40 in a quick run) the round is repeated for percentiles. Every contender at its defaults. Per-hand-off CPU includes the server's system calls and wake-ups per request, which requests arriving together (200 releases in flight) share and a lone hand-off pays alone.",
+];
+
+/** "1 key", "1,000 keys". */
+function points(n: number, curve: Curve): string {
+  return `${n.toLocaleString('en-US')} ${n === 1 ? curve.x.replace(/s$/, '') : curve.x}`;
+}
+
+/** max/min of the measured points of a metric from `fromX` on, with the points at each end. */
+function spread(
+  results: Results,
+  curve: Curve,
+  contender: string,
+  metric: CurveMetric,
+): { ratio: number; low: [number, number]; high: [number, number]; count: number } | undefined {
+  const values = curve.points
+    .filter((n) => n >= (metric.flat?.fromX ?? 0))
+    .map((n) => [n, results.scenarios[curve.scenario(n)]?.[contender]?.[metric.key]] as const)
+    .filter((entry): entry is readonly [number, number] => entry[1] !== undefined && entry[1] > 0);
+  if (values.length < 2) return undefined;
+  let low = values[0] as readonly [number, number];
+  let high = low;
+  for (const entry of values) {
+    if (entry[1] < low[1]) low = entry;
+    if (entry[1] > high[1]) high = entry;
+  }
+  return { ratio: high[1] / low[1], low: [...low], high: [...high], count: values.length };
+}
+
+/** A sentence per contender: which per-acquisition costs stay flat over the curve, from the data. */
+function flatness(results: Results, curve: Curve, contender: string): string | undefined {
+  const flatOnes: string[] = [];
+  const notFlat: string[] = [];
+  for (const metric of curve.metrics.filter((m) => m.flat !== undefined)) {
+    const s = spread(results, curve, contender, metric);
+    if (s === undefined || metric.flat === undefined) continue;
+    if (s.ratio <= metric.flat.within) flatOnes.push(`${metric.label} (within ${x(s.ratio)})`);
+    else {
+      const [first, last] = s.low[0] < s.high[0] ? [s.low, s.high] : [s.high, s.low];
+      const grows = last === s.high;
+      notFlat.push(
+        `${metric.label} ${grows ? 'grows' : 'falls'} ${x(s.ratio)} (${fmt(first[1])} at ${points(first[0], curve)}, ${fmt(last[1])} at ${points(last[0], curve)}; flat means within ${x(metric.flat.within)})`,
+      );
+    }
+  }
+  if (flatOnes.length + notFlat.length === 0) return undefined;
+  const measured = curve.points.filter(
+    (n) => results.scenarios[curve.scenario(n)]?.[contender] !== undefined,
+  );
+  const range = `from ${measured[0]?.toLocaleString('en-US')} to ${points(measured[measured.length - 1] ?? 0, curve)}`;
+  const parts = [`**${contender}**, ${range}:`];
+  if (flatOnes.length > 0) parts.push(`flat: ${flatOnes.join(', ')}.`);
+  if (notFlat.length > 0) parts.push(`Not flat: ${notFlat.join('; ')}.`);
+  else parts.push('Every per-acquisition cost stays flat.');
+  return parts.join(' ');
+}
+
+function curveContenders(results: Results, curve: Curve): string[] {
+  const names = new Set<string>();
+  for (const n of curve.points) {
+    const scenario = curve.scenario(n);
+    for (const table of [results.scenarios, results.failed, results.skipped])
+      for (const name of Object.keys(table[scenario] ?? {})) names.add(name);
+  }
+  return [...names];
+}
+
+/** The Markdown section of the scaling curves: a table per curve, the verdicts, the charts. */
+export function scalingMarkdown(results: Results): string[] {
+  const curves = CURVES.filter((curve) => curveContenders(results, curve).length > 0);
+  if (curves.length === 0) return [];
+  const lines = ['## scaling', '', ...SCALING_DESCRIPTION.flatMap((text) => [text, ''])];
+  for (const curve of curves) {
+    lines.push(`### ${curve.title}`, '');
+    lines.push(`| ${curve.x} | contender | status | ${curve.metrics.map((m) => m.label).join(' | ')} |`);
+    lines.push(`|---:|---|---|${curve.metrics.map(() => '---:').join('|')}|`);
+    const contenders = curveContenders(results, curve);
+    const remarks: string[] = [];
+    for (const contender of contenders) {
+      for (const n of curve.points) {
+        const scenario = curve.scenario(n);
+        const ok = results.scenarios[scenario]?.[contender];
+        const failed = results.failed[scenario]?.[contender];
+        const skipped = results.skipped[scenario]?.[contender];
+        const values = ok ?? failed?.metrics;
+        const status = ok !== undefined ? 'ok' : failed !== undefined ? '**FAILED**' : 'skipped';
+        if (ok === undefined && failed === undefined && skipped === undefined) continue;
+        lines.push(
+          `| ${n.toLocaleString('en-US')} | ${contender} | ${status} | ${curve.metrics
+            .map((m) => (ok === undefined ? '–' : fmt(values?.[m.key])))
+            .join(' | ')} |`,
+        );
+        const point = `${contender} at ${points(n, curve)}`;
+        if (failed !== undefined) remarks.push(`- **${point} failed**: ${failed.reason}`);
+        if (skipped !== undefined) remarks.push(`- ${point} skipped: ${skipped}`);
+        for (const note of results.notes[scenario]?.[contender] ?? []) remarks.push(`- ${point}: ${note}`);
+      }
+    }
+    lines.push('');
+    for (const contender of contenders) {
+      const sentence = flatness(results, curve, contender);
+      if (sentence !== undefined) lines.push(`- ${sentence}`);
+    }
+    lines.push(...remarks, '', `![${curve.title}](scaling-${curve.id}.svg)`, '');
+  }
+  return lines;
+}
+
+const LINE_COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728'];
+
+/** The next of 1, 2, 2.5, 5 (times a power of ten) at or above `value`: round axis ends. */
+function niceCeil(value: number): number {
+  if (!(value > 0)) return 1;
+  const decade = 10 ** Math.floor(Math.log10(value));
+  const step = [1, 2, 2.5, 5, 10].find((m) => m * decade >= value) ?? 10;
+  return step * decade;
+}
+
+/** A small chart: x on a log scale over the curve's points, one line per contender. */
+function smallMultiple(
+  results: Results,
+  curve: Curve,
+  metric: CurveMetric,
+  contenders: readonly string[],
+  left: number,
+  top: number,
+): string {
+  const width = 340;
+  const height = 150;
+  const plot = { x: left + 50, y: top + 28, w: width - 70, h: height - 62 };
+  const series = contenders.map((contender) =>
+    curve.points
+      .map((n) => [n, results.scenarios[curve.scenario(n)]?.[contender]?.[metric.key]] as const)
+      .filter((entry): entry is readonly [number, number] => entry[1] !== undefined && entry[1] >= 0),
+  );
+  const values = series.flat().map(([, v]) => v);
+  const positive = values.filter((v) => v > 0);
+  // Log scale for y when the values span more than two decades; linear from 0 otherwise.
+  const log = positive.length > 0 && Math.max(...positive) / Math.min(...positive) > 100;
+  const yLo = log ? 10 ** Math.floor(Math.log10(Math.min(...positive))) : 0;
+  const yHi = log
+    ? 10 ** Math.ceil(Math.log10(Math.max(...positive)))
+    : values.length === 0
+      ? 1
+      : niceCeil(Math.max(...values) * 1.1);
+  const xLo = Math.log10(curve.points[0] ?? 1);
+  const xHi = Math.log10(curve.points[curve.points.length - 1] ?? 10);
+  const px = (n: number): number => plot.x + ((Math.log10(n) - xLo) / (xHi - xLo || 1)) * plot.w;
+  const py = (v: number): number =>
+    plot.y +
+    plot.h -
+    (log
+      ? ((Math.log10(Math.max(v, yLo)) - Math.log10(yLo)) / (Math.log10(yHi) - Math.log10(yLo))) * plot.h
+      : (v / yHi) * plot.h);
+  const parts = [
+    `<text x="${left + 10}" y="${top + 14}" font-size="12" font-weight="bold">${escape(metric.label)}${log ? ' (log)' : ''}</text>`,
+    `<rect x="${plot.x}" y="${plot.y}" width="${plot.w}" height="${plot.h}" fill="none" stroke="#ccc"/>`,
+  ];
+  const yTicks = log
+    ? Array.from({ length: Math.round(Math.log10(yHi / yLo)) + 1 }, (_, i) => yLo * 10 ** i)
+    : [0, yHi / 4, yHi / 2, (3 * yHi) / 4, yHi];
+  for (const tick of yTicks) {
+    const ty = py(tick).toFixed(1);
+    parts.push(
+      `<line x1="${plot.x}" y1="${ty}" x2="${plot.x + plot.w}" y2="${ty}" stroke="#eee"/>`,
+      `<text x="${plot.x - 4}" y="${ty}" font-size="9" text-anchor="end" dominant-baseline="middle">${tick >= 10 ? Math.round(tick) : Number(tick.toPrecision(3))}</text>`,
+    );
+  }
+  for (const n of curve.points) {
+    parts.push(
+      `<text x="${px(n).toFixed(1)}" y="${plot.y + plot.h + 12}" font-size="9" text-anchor="middle">${n.toLocaleString('en-US')}</text>`,
+    );
+  }
+  parts.push(
+    `<text x="${plot.x + plot.w / 2}" y="${plot.y + plot.h + 25}" font-size="9" text-anchor="middle" fill="#555">${escape(curve.x)} (log scale)</text>`,
+  );
+  series.forEach((points, i) => {
+    const color = LINE_COLORS[i % LINE_COLORS.length] ?? '#000';
+    if (points.length > 1)
+      parts.push(
+        `<polyline fill="none" stroke="${color}" stroke-width="2" points="${points.map(([n, v]) => `${px(n).toFixed(1)},${py(v).toFixed(1)}`).join(' ')}"/>`,
+      );
+    for (const [n, v] of points)
+      parts.push(
+        `<circle cx="${px(n).toFixed(1)}" cy="${py(v).toFixed(1)}" r="3" fill="${color}"><title>${escape(`${contenders[i] ?? ''}: ${fmt(v)} at ${n}`)}</title></circle>`,
+      );
+  });
+  if (values.length === 0)
+    parts.push(
+      `<text x="${plot.x + plot.w / 2}" y="${plot.y + plot.h / 2}" font-size="10" fill="#888" text-anchor="middle">not measured</text>`,
+    );
+  return parts.join('\n');
+}
+
+/** The chart of one scaling curve (small multiples, a panel per metric), or undefined if unmeasured. */
+export function renderScalingSvg(results: Results, id: Curve['id']): string | undefined {
+  const curve = CURVES.find((c) => c.id === id);
+  if (curve === undefined) return undefined;
+  const contenders = curveContenders(results, curve).filter((contender) =>
+    curve.points.some((n) => results.scenarios[curve.scenario(n)]?.[contender] !== undefined),
+  );
+  if (contenders.length === 0) return undefined;
+  const columns = 2;
+  const width = 700;
+  const rows = Math.ceil(curve.metrics.length / columns);
+  const header = 50;
+  const height = header + rows * 150 + 20;
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">`,
+    `<rect width="${width}" height="${height}" fill="#fff"/>`,
+    `<text x="10" y="20" font-size="15" font-weight="bold">${escape(`Scaling: ${curve.title}`)}</text>`,
+  ];
+  contenders.forEach((contender, i) => {
+    parts.push(
+      `<rect x="${10 + i * 150}" y="31" width="18" height="4" fill="${LINE_COLORS[i % LINE_COLORS.length] ?? '#000'}"/>`,
+      `<text x="${32 + i * 150}" y="37" font-size="11">${escape(contender)}</text>`,
+    );
+  });
+  curve.metrics.forEach((metric, i) => {
+    const left = (i % columns) * (width / columns);
+    const top = header + Math.floor(i / columns) * 150;
+    parts.push(smallMultiple(results, curve, metric, contenders, left, top));
+  });
+  parts.push(
+    `<text x="${width - 10}" y="${height - 6}" font-size="9" text-anchor="end" fill="#666">${escape(`${results.env.quick ? 'quick run' : 'full run'}, ${results.env.date}`)}</text>`,
+    '</svg>',
+    '',
+  );
+  return parts.join('\n');
 }

@@ -17,24 +17,26 @@ import { ADAPTERS } from './contenders/index.js';
 import { CONTENDER_NAMES, type Adapter, type ContenderName } from './contenders/types.js';
 import { spawnWorkers, type WorkerHandle } from './ipc.js';
 import { flushIfOwned, info, startBenchRedis } from './redis.js';
-import { renderMarkdown, renderSvg } from './report.js';
+import { renderMarkdown, renderScalingSvg, renderSvg } from './report.js';
 import { emptyResults, record, type Env, type Results } from './results-model.js';
 import { contended } from './scenarios/contended.js';
 import { handoff } from './scenarios/handoff.js';
 import { manyKeys } from './scenarios/many-keys.js';
 import { reentry } from './scenarios/reentry.js';
+import { scaling } from './scenarios/scaling.js';
 import { uncontended } from './scenarios/uncontended.js';
 import type { InterleavedScenario, Outcome, Scenario } from './scenarios/common.js';
 
 /** Measured with every contender in one process, before the per-contender pools. */
 const INTERLEAVED: readonly InterleavedScenario[] = [uncontended];
-const SCENARIOS: readonly Scenario[] = [reentry, handoff, contended, manyKeys];
+const SCENARIOS: readonly Scenario[] = [reentry, handoff, contended, manyKeys, scaling];
 const GROUPS: Readonly<Record<string, { readonly names: readonly string[] }>> = {
   uncontended,
   reentry,
   handoff,
   contended,
   manyKeys,
+  scaling,
 };
 const PROCESSES = 4;
 /**
@@ -310,6 +312,12 @@ async function main(): Promise<void> {
     writeFileSync(join(cli.out, 'latest.md'), renderMarkdown(results));
     writeFileSync(join(cli.out, 'latest.svg'), renderSvg(results));
     console.log(`\nwrote ${join(cli.out, 'latest.{json,md,svg}')}`);
+    for (const curve of ['contenders', 'keys'] as const) {
+      const svg = renderScalingSvg(results, curve);
+      if (svg === undefined) continue;
+      writeFileSync(join(cli.out, `scaling-${curve}.svg`), svg);
+      console.log(`wrote ${join(cli.out, `scaling-${curve}.svg`)}`);
+    }
   } finally {
     await stopRedis();
   }

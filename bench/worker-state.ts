@@ -61,3 +61,26 @@ export async function closeAll(): Promise<void> {
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/** This process's used heap after a full GC (workers run with --expose-gc). */
+export function heapAfterGc(): number {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error('run the worker with --expose-gc');
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
+/** Runs `task` for 0..count-1, `width` at a time. */
+export async function inBatches<T>(
+  count: number,
+  width: number,
+  task: (index: number) => Promise<T>,
+): Promise<T[]> {
+  const results: T[] = [];
+  for (let start = 0; start < count; start += width) {
+    const batch = Array.from({ length: Math.min(width, count - start) }, (_, i) => task(start + i));
+    results.push(...(await Promise.all(batch)));
+  }
+  return results;
+}

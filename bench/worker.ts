@@ -5,6 +5,7 @@ import { contendedOps } from './scenarios/contended.js';
 import { handoffOps } from './scenarios/handoff.js';
 import { manyKeysOps } from './scenarios/many-keys.js';
 import { reentryOps } from './scenarios/reentry.js';
+import { scalingOps } from './scenarios/scaling.js';
 import { uncontendedOps } from './scenarios/uncontended.js';
 import type { WorkerOps } from './scenarios/common.js';
 import { closeAll, closeSession, emit, go, openSession, unhandledCount } from './worker-state.js';
@@ -42,6 +43,7 @@ const ops: WorkerOps = {
   ...handoffOps,
   ...contendedOps,
   ...manyKeysOps,
+  ...scalingOps,
 };
 
 interface Incoming {

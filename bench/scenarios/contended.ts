@@ -33,6 +33,8 @@ interface TaskResult {
 interface WorkerResult {
   readonly tasks: TaskResult[];
   readonly intervals: Interval[];
+  /** Wait (acquire called to resolved) of every acquisition before the deadline, in ns. */
+  readonly waitsNs: number[];
   readonly giveUps: number;
 }
 
@@ -49,6 +51,7 @@ export const contendedOps: WorkerOps = {
     const start = nowNs();
     const deadline = start + durationNs;
     const intervals: Interval[] = [];
+    const waitsNs: number[] = [];
     const run = async (state: { inTime: number; total: number; maxWaitNs: number }): Promise<TaskResult> => {
       while (nowNs() < deadline) {
         const asked = nowNs();
@@ -56,7 +59,10 @@ export const contendedOps: WorkerOps = {
         const got = nowNs();
         state.maxWaitNs = Math.max(state.maxWaitNs, got - asked);
         state.total += 1;
-        if (got <= deadline) state.inTime += 1;
+        if (got <= deadline) {
+          state.inTime += 1;
+          waitsNs.push(got - asked);
+        }
         await sleep(1);
         intervals.push([got, nowNs()]);
         await held.release();
@@ -78,7 +84,12 @@ export const contendedOps: WorkerOps = {
         return Promise.race([task, abandon]);
       }),
     );
-    const result: WorkerResult = { tasks: results, intervals, giveUps: locks.giveUps - giveUpsBefore };
+    const result: WorkerResult = {
+      tasks: results,
+      intervals,
+      waitsNs,
+      giveUps: locks.giveUps - giveUpsBefore,
+    };
     return result;
   },
 };
@@ -96,6 +107,7 @@ async function pass(
   key: string,
   contenders: number,
   durationMs: number,
+  probe?: () => Promise<void>,
 ): Promise<Pass> {
   const { workers } = context;
   // A contender still waiting this long after the deadline is abandoned (and reported).
@@ -114,7 +126,10 @@ async function pass(
   const before = await serverCost(context.redis.admin);
   const started = performance.now();
   for (const worker of workers) worker.send({ go: true });
+  // Halfway through, while every contender is busy: whatever the caller wants to look at.
+  const probed = probe === undefined ? undefined : sleep(durationMs / 2).then(probe);
   const done = await Promise.all(results);
+  await probed;
   const elapsedMs = performance.now() - started;
   const cost = costSince(before, await serverCost(context.redis.admin));
   return { workers: done, elapsedMs, commands: cost.commands, cpuUs: cost.cpuUs };
@@ -125,18 +140,48 @@ function acquisitions(result: Pass): number {
 }
 
 /** Counts by command for the md's breakdown: per acquisition, largest first. */
-function breakdown(counts: Counts, acquired: number): string {
+export function breakdown(counts: Counts, acquired: number): string {
   return [...counts.entries()]
     .sort((a, b) => b[1] - a[1])
     .map(([name, count]) => `${name} ${round(count / acquired, 2)}`)
     .join(', ');
 }
 
+export interface ContentionOptions {
+  /** Permits of a semaphore contender's semaphore; 1 (a mutex) by default. */
+  readonly permits?: number;
+  /** Names the sessions and keys; `contended-<contenders>` or `semaphore-<permits>` by default. */
+  readonly label?: string;
+  readonly durationMs?: number;
+  readonly countedMs?: number;
+  readonly warmupMs?: number;
+  /** Called between the timing pass and the round-trip pass, no session open. */
+  readonly beforeCounted?: () => Promise<void>;
+  /** Called halfway through the round-trip pass (which is not timed), contenders all busy. */
+  readonly probe?: () => Promise<void>;
+}
+
+export interface Contention {
+  readonly outcome: Outcome;
+  /** Waits of the timing pass's acquisitions before the deadline, in ns, every process's. */
+  readonly waitsNs: number[];
+}
+
 async function runSize(context: RunContext, contenders: number, permits = 1): Promise<Outcome> {
-  const durationMs = context.quick ? 1_500 : 5_000;
-  const countedMs = context.quick ? 600 : 2_000;
-  const warmupMs = context.quick ? 200 : 300;
-  const label = permits === 1 ? `contended-${contenders}` : `semaphore-${permits}`;
+  return (await contention(context, contenders, { permits })).outcome;
+}
+
+/** A timing pass and a round-trip pass of `contenders` on one key, checked and summed up. */
+export async function contention(
+  context: RunContext,
+  contenders: number,
+  options: ContentionOptions = {},
+): Promise<Contention> {
+  const permits = options.permits ?? 1;
+  const durationMs = options.durationMs ?? (context.quick ? 1_500 : 5_000);
+  const countedMs = options.countedMs ?? (context.quick ? 600 : 2_000);
+  const warmupMs = options.warmupMs ?? (context.quick ? 200 : 300);
+  const label = options.label ?? (permits === 1 ? `contended-${contenders}` : `semaphore-${permits}`);
   const key = `${context.keyPrefix}:${label}`;
   const before = await unhandledTotal(context.workers);
   const sessionName = label;
@@ -145,6 +190,7 @@ async function runSize(context: RunContext, contenders: number, permits = 1): Pr
   const timed = await pass(context, sessionName, key, contenders, durationMs);
   await Promise.all(context.workers.map((worker) => disconnect(worker, sessionName)));
 
+  await options.beforeCounted?.();
   const proxy = await CountingProxy.start(context.redis.url);
   let counted: Pass;
   let counts: Counts;
@@ -156,7 +202,7 @@ async function runSize(context: RunContext, contenders: number, permits = 1): Pr
     );
     await pass(context, rtSession, `${key}:rw`, contenders, warmupMs);
     proxy.take();
-    counted = await pass(context, rtSession, `${key}:r`, contenders, countedMs);
+    counted = await pass(context, rtSession, `${key}:r`, contenders, countedMs, options.probe);
     counts = proxy.take();
     unhandledInRun = (await unhandledTotal(context.workers)) - before;
     await Promise.all(context.workers.map((worker) => disconnect(worker, rtSession)));
@@ -201,21 +247,27 @@ async function runSize(context: RunContext, contenders: number, permits = 1): Pr
   }
   if (giveUps > 0)
     notes.push(`the library gave up ${giveUps} time(s) at its defaults; the adapter asked again`);
+  const waitsNs = timed.workers.flatMap((worker) => worker.waitsNs);
+  const done = (outcome: Outcome): Contention => ({ outcome, waitsNs });
   if (overlapping > 0) {
-    return {
+    return done({
       status: 'failed',
       reason:
         permits === 1
           ? `mutual exclusion violated: ${overlapping} overlapping holds`
           : `more than ${permits} holders at once (${overlapping} too many)`,
       metrics,
-    };
+    });
   }
   if (unhandledInRun > 0) {
-    return { status: 'failed', reason: `${unhandledInRun} unhandled rejection(s) during the runs`, metrics };
+    return done({
+      status: 'failed',
+      reason: `${unhandledInRun} unhandled rejection(s) during the runs`,
+      metrics,
+    });
   }
-  if (acquired === 0) return { status: 'failed', reason: 'no acquisition completed', metrics };
-  return { status: 'ok', metrics, notes };
+  if (acquired === 0) return done({ status: 'failed', reason: 'no acquisition completed', metrics });
+  return done({ status: 'ok', metrics, notes });
 }
 
 /** Permits of the semaphore scenario: 8 contenders share 4. */

@@ -10,7 +10,7 @@ import type { Held } from '../contenders/types.js';
 import { CountingProxy, totalOf } from '../proxy.js';
 import { costSince, pubsubChannels, serverCost, type Admin } from '../redis.js';
 import { round } from '../stats.js';
-import { session } from '../worker-state.js';
+import { heapAfterGc, inBatches, session } from '../worker-state.js';
 import {
   connect,
   disconnect,
@@ -35,23 +35,6 @@ let heapHeld = 0;
 let holderSession = '';
 let holds: Held[] = [];
 let waits: Promise<unknown>[] = [];
-
-function heapAfterGc(): number {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc === undefined) throw new Error('run the worker with --expose-gc');
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
-
-async function inBatches<T>(count: number, width: number, task: (index: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = [];
-  for (let start = 0; start < count; start += width) {
-    const batch = Array.from({ length: Math.min(width, count - start) }, (_, i) => task(start + i));
-    results.push(...(await Promise.all(batch)));
-  }
-  return results;
-}
 
 export const manyKeysOps: WorkerOps = {
   async 'manyKeys.hold'(args) {
@@ -103,7 +86,7 @@ export const manyKeysOps: WorkerOps = {
 };
 
 /** Waits until the server's channel count stops moving (subscriptions done), within `ms`. */
-async function channelsSettled(context: RunContext, ms: number): Promise<number> {
+export async function channelsSettled(context: RunContext, ms: number): Promise<number> {
   // The count keeps moving while subscriptions are still being made; a quick run takes half a
   // second without a change as done.
   const pollMs = context.quick ? 100 : 200;
