@@ -178,8 +178,8 @@ export async function contention(
   options: ContentionOptions = {},
 ): Promise<Contention> {
   const permits = options.permits ?? 1;
-  const durationMs = options.durationMs ?? (context.quick ? 1_500 : 5_000);
-  const countedMs = options.countedMs ?? (context.quick ? 600 : 2_000);
+  const durationMs = options.durationMs ?? (context.quick ? 1_000 : 5_000);
+  const countedMs = options.countedMs ?? (context.quick ? 400 : 2_000);
   const warmupMs = options.warmupMs ?? (context.quick ? 200 : 300);
   const label = options.label ?? (permits === 1 ? `contended-${contenders}` : `semaphore-${permits}`);
   const key = `${context.keyPrefix}:${label}`;

@@ -60,9 +60,9 @@ export const handoff: Scenario = {
     const [holder, waiter] = context.workers;
     if (holder === undefined || waiter === undefined) throw new Error('need two workers');
     const slow = adapter.caps.wait === 'polling';
-    const target = context.quick ? 200 : 500;
+    const target = context.quick ? 100 : 500;
     // Polling peers take hundreds of ms per handoff: a quick run caps them at a few dozen.
-    const capMs = context.quick ? (slow ? 8_000 : 30_000) : slow ? 90_000 : 180_000;
+    const capMs = context.quick ? (slow ? 5_000 : 30_000) : slow ? 90_000 : 180_000;
     const minimum = slow ? (context.quick ? 20 : 200) : target;
 
     const before = await unhandledTotal(context.workers);
