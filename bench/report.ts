@@ -720,6 +720,8 @@ export function scalingMarkdown(results: Results): string[] {
     lines.push(`|---:|---|---|${curve.metrics.map(() => '---:').join('|')}|`);
     const contenders = curveContenders(results, curve);
     const remarks: string[] = [];
+    /** Skipped points leave no row: each contender's reasons are said once, below the table. */
+    const skips = new Map<string, Set<string>>();
     for (const contender of contenders) {
       for (const n of curve.points) {
         const scenario = curve.scenario(n);
@@ -727,8 +729,14 @@ export function scalingMarkdown(results: Results): string[] {
         const failed = results.failed[scenario]?.[contender];
         const skipped = results.skipped[scenario]?.[contender];
         const values = ok ?? failed?.metrics;
-        const status = ok !== undefined ? 'ok' : failed !== undefined ? '**FAILED**' : 'skipped';
-        if (ok === undefined && failed === undefined && skipped === undefined) continue;
+        if (skipped !== undefined && ok === undefined && failed === undefined) {
+          const reasons = skips.get(contender) ?? new Set<string>();
+          reasons.add(skipped);
+          skips.set(contender, reasons);
+          continue;
+        }
+        if (ok === undefined && failed === undefined) continue;
+        const status = ok !== undefined ? 'ok' : '**FAILED**';
         lines.push(
           `| ${n.toLocaleString('en-US')} | ${contender} | ${status} | ${curve.metrics
             .map((m) => (ok === undefined ? '–' : fmt(values?.[m.key])))
@@ -736,7 +744,6 @@ export function scalingMarkdown(results: Results): string[] {
         );
         const point = `${contender} at ${points(n, curve)}`;
         if (failed !== undefined) remarks.push(`- **${point} failed**: ${failed.reason}`);
-        if (skipped !== undefined) remarks.push(`- ${point} skipped: ${skipped}`);
         for (const note of results.notes[scenario]?.[contender] ?? []) remarks.push(`- ${point}: ${note}`);
       }
     }
@@ -745,6 +752,8 @@ export function scalingMarkdown(results: Results): string[] {
       const sentence = flatness(results, curve, contender);
       if (sentence !== undefined) lines.push(`- ${sentence}`);
     }
+    for (const [contender, reasons] of skips)
+      remarks.push(`- ${contender} skipped: ${[...reasons].join('; ')}`);
     lines.push(...remarks, '', `![${curve.title}](scaling-${curve.id}.svg)`, '');
   }
   return lines;
