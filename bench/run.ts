@@ -54,7 +54,7 @@ const NOT_COMPARED: readonly string[] = [
 ];
 /** What every run measures latchkey from (bench/latchkey-package.ts). */
 const LATCHKEY_BUILD_NOTE =
-  'latchkey runs from its built package (dist/, as `npm run build` writes it and users install it), as every peer runs from its published build.';
+  'latchkey runs from its built package (dist/, the bundles `npm run build` writes and users install), as every peer runs from its published build.';
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const rootDir = resolve(benchDir, '..');
 
