@@ -11,7 +11,8 @@ export const INSTRUMENTATION_NAME = 'latchkey';
 export const LIBRARY_VERSION = '0.1.0';
 
 /** The parts of `@opentelemetry/api` latchkey uses. @internal */
-export type OpenTelemetryApi = Pick<typeof OpenTelemetry, 'trace' | 'metrics' | 'SpanStatusCode'>;
+export type OpenTelemetryApi = Pick<typeof OpenTelemetry, 'trace' | 'metrics' | 'SpanStatusCode'> &
+  Partial<Pick<typeof OpenTelemetry, 'createNoopMeter'>>;
 
 /** How an acquire call ended, as its span and the wait histogram say it. @internal */
 export type AcquireOutcomeName =
@@ -39,7 +40,11 @@ export type ReleaseOutcomeName = 'released' | 'partial' | 'not-owner' | 'error';
  * @internal
  */
 export interface Telemetry {
-  /** False for {@link NO_TELEMETRY}: callers skip building what only telemetry needs. */
+  /**
+   * Whether an acquire or release call is worth a span and a measurement now: false for
+   * {@link NO_TELEMETRY}, and while neither a TracerProvider nor (when the client was made) a
+   * MeterProvider is registered. Callers then skip the wrapping.
+   */
   readonly enabled: boolean;
   /** Runs one acquire call (`run`) in a span and records its outcome and wait. */
   acquire<L extends Lease>(
@@ -145,10 +150,32 @@ const LOST_REASON = 'latchkey.lease.lost_reason';
  */
 type KindAttributes = Readonly<Record<string, string>>;
 
+/**
+ * Tells whether the API has a TracerProvider registered. The API's global provider is a proxy
+ * that hands out no tracer of its own until one is registered; once one is, the answer stays
+ * true. A provider that is not that proxy is taken as registered.
+ */
+function tracingProbe(api: OpenTelemetryApi): () => boolean {
+  const provider = api.trace.getTracerProvider() as Partial<OpenTelemetry.ProxyTracerProvider>;
+  if (typeof provider.getDelegateTracer !== 'function') return () => true;
+  let registered = false;
+  return () => {
+    registered ||= provider.getDelegateTracer?.(INSTRUMENTATION_NAME, LIBRARY_VERSION) !== undefined;
+    return registered;
+  };
+}
+
 class OpenTelemetryReporter implements Telemetry {
-  readonly enabled = true;
   readonly #api: OpenTelemetryApi;
   readonly #tracer: OpenTelemetry.Tracer;
+  /**
+   * Whether spans may record: true once a TracerProvider is registered with the API. Until then
+   * the API's proxy tracer makes spans that record nothing, so acquire and release calls are not
+   * wrapped at all.
+   */
+  #tracing: () => boolean;
+  /** Whether the meter taken when the client was made is a real one, not the API's no-op meter. */
+  readonly #metering: boolean;
   readonly #acquireWait: OpenTelemetry.Histogram;
   readonly #holdDuration: OpenTelemetry.Histogram;
   readonly #acquisitions: OpenTelemetry.Counter;
@@ -162,7 +189,9 @@ class OpenTelemetryReporter implements Telemetry {
   constructor(api: OpenTelemetryApi) {
     this.#api = api;
     this.#tracer = api.trace.getTracer(INSTRUMENTATION_NAME, LIBRARY_VERSION);
+    this.#tracing = tracingProbe(api);
     const meter = api.metrics.getMeter(INSTRUMENTATION_NAME, LIBRARY_VERSION);
+    this.#metering = api.createNoopMeter === undefined || meter !== api.createNoopMeter();
     this.#acquireWait = meter.createHistogram('latchkey.acquire.wait', {
       description: 'Time from an acquire call to its outcome (latchkey.acquire.outcome).',
       unit: 'ms',
@@ -192,6 +221,10 @@ class OpenTelemetryReporter implements Telemetry {
       description: 'Acquire calls of this process waiting for a lock held by another owner.',
       unit: '{waiter}',
     });
+  }
+
+  get enabled(): boolean {
+    return this.#metering || this.#tracing();
   }
 
   async acquire<L extends Lease>(
