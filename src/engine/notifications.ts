@@ -21,7 +21,14 @@ export type WakeReason = 'attempt' | 'promoted' | 'timeout';
 export class Waiter {
   readonly #channel: ChannelState;
   #pending: WakeReason | undefined;
-  #wake: ((reason: WakeReason) => void) | undefined;
+  // The wait in progress, if any. Kept in fields rather than closures: a process may have
+  // tens of thousands of waiters, and each closure and context costs heap.
+  #resolve: ((reason: WakeReason) => void) | undefined;
+  #reject: ((error: unknown) => void) | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #signal: AbortSignal | undefined;
+  /** Whether the wait in progress ends on a wake-up (`wait`) or only on its own terms (`untilReady`). */
+  #wakeable = false;
 
   constructor(channel: ChannelState) {
     this.#channel = channel;
@@ -36,9 +43,20 @@ export class Waiter {
    * subscribing failed, with `signal.reason` on abort, and when the subscriptions close.
    */
   untilReady(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    return this.#until(ms, signal, (done, fail) => {
-      this.#channel.ready.then(() => done('attempt'), fail);
-    }).then(() => undefined);
+    const waiting = this.#until(ms, signal, false);
+    const resolve = this.#resolve;
+    if (resolve !== undefined) {
+      // Only this wait: a later one is not ended by a subscription that settles late.
+      this.#channel.ready.then(
+        () => {
+          if (this.#resolve === resolve) this.#settle('attempt');
+        },
+        (error: unknown) => {
+          if (this.#resolve === resolve) this.#fail(error);
+        },
+      );
+    }
+    return waiting.then(() => undefined);
   }
 
   /** Count of unlock messages seen on this channel; a change means "try again". */
@@ -49,11 +67,9 @@ export class Waiter {
   /** Makes the current or next `wait` return at once; `attempt` outranks `promoted`. */
   wake(reason: Exclude<WakeReason, 'timeout'> = 'attempt'): void {
     if (this.#pending !== 'attempt') this.#pending = reason;
-    const wake = this.#wake;
-    if (wake === undefined) return;
-    this.#wake = undefined;
+    if (!this.#wakeable) return;
     this.#pending = undefined;
-    wake(reason);
+    this.#settle(reason);
   }
 
   /**
@@ -66,65 +82,72 @@ export class Waiter {
       this.#pending = undefined;
       return Promise.resolve(pending);
     }
-    return this.#until(
-      ms,
-      signal,
-      (done) => {
-        this.#wake = done;
-      },
-      () => {
-        this.#wake = undefined;
-      },
-    );
+    return this.#until(ms, signal, true);
+  }
+
+  /** @internal The subscriptions closed: the wait in progress rejects with `error`. */
+  closed(error: Error): void {
+    this.#fail(error);
+  }
+
+  /** @internal The signal of the wait in progress aborted (this waiter is its listener). */
+  handleEvent(): void {
+    this.#fail(this.#signal?.reason);
+  }
+
+  static #timedOut(this: void, waiter: Waiter): void {
+    waiter.#settle('timeout');
   }
 
   /**
-   * Resolves after `ms` (never, for Infinity) with `timeout`, or when `arm` calls `done`;
-   * rejects on abort, when `arm` calls `fail`, and when the subscriptions close. Cleans up
+   * Resolves after `ms` (never, for Infinity) with `timeout`, or when settled; with `wakeable`,
+   * a wake-up settles it too. Rejects on abort and when the subscriptions close. Cleans up
    * whichever way it ends.
    */
-  #until(
-    ms: number,
-    signal: AbortSignal | undefined,
-    arm: (done: (reason: WakeReason) => void, fail: (error: unknown) => void) => void,
-    disarm?: () => void,
-  ): Promise<WakeReason> {
+  #until(ms: number, signal: AbortSignal | undefined, wakeable: boolean): Promise<WakeReason> {
+    // A signal that aborted already fires no 'abort' event.
+    if (signal?.aborted === true) return Promise.reject(signal.reason);
+    // Closed while this waiter's last attempt was in flight: the close has told its waiters
+    // already, and would never tell this one.
+    if (this.#channel.owner.closed) return Promise.reject(this.#channel.owner.closedError());
     return new Promise<WakeReason>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      let settled = false;
-      const cleanUp = (): boolean => {
-        if (settled) return false;
-        settled = true;
-        if (timer !== undefined) clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        this.#channel.closing.delete(onClose);
-        disarm?.();
-        return true;
-      };
-      const done = (reason: WakeReason): void => {
-        if (cleanUp()) resolve(reason);
-      };
-      const fail = (error: unknown): void => {
-        if (cleanUp()) reject(error);
-      };
-      const onAbort = (): void => fail(signal?.reason);
-      const onClose = (error: Error): void => fail(error);
-      // A signal that aborted already fires no 'abort' event.
-      if (signal?.aborted === true) {
-        reject(signal.reason);
-        return;
+      this.#resolve = resolve;
+      this.#reject = reject;
+      this.#wakeable = wakeable;
+      if (Number.isFinite(ms)) this.#timer = setTimeout(Waiter.#timedOut, Math.max(0, ms), this);
+      if (signal !== undefined) {
+        this.#signal = signal;
+        signal.addEventListener('abort', this, { once: true });
       }
-      // Closed while this waiter's last attempt was in flight: the close has told its waiters
-      // already, and would never tell this one.
-      if (this.#channel.owner.closed) {
-        reject(this.#channel.owner.closedError());
-        return;
-      }
-      if (Number.isFinite(ms)) timer = setTimeout(() => done('timeout'), Math.max(0, ms));
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.#channel.closing.add(onClose);
-      arm(done, fail);
     });
+  }
+
+  #settle(reason: WakeReason): void {
+    const resolve = this.#resolve;
+    if (resolve === undefined) return;
+    this.#cleanUp();
+    resolve(reason);
+  }
+
+  #fail(error: unknown): void {
+    const reject = this.#reject;
+    if (reject === undefined) return;
+    this.#cleanUp();
+    reject(error);
+  }
+
+  #cleanUp(): void {
+    this.#resolve = undefined;
+    this.#reject = undefined;
+    this.#wakeable = false;
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    if (this.#signal !== undefined) {
+      this.#signal.removeEventListener('abort', this);
+      this.#signal = undefined;
+    }
   }
 
   /**
@@ -147,7 +170,6 @@ interface ChannelState {
   readonly name: string;
   readonly owner: Notifications;
   readonly waiters: Waiter[];
-  readonly closing: Set<(error: Error) => void>;
   ready: Promise<void>;
   generation: number;
   linger: NodeJS.Timeout | undefined;
@@ -254,7 +276,6 @@ export class Notifications {
         name: channel,
         owner: this,
         waiters: [],
-        closing: new Set(),
         ready: Promise.resolve(),
         generation: 0,
         linger: undefined,
@@ -307,7 +328,7 @@ export class Notifications {
     const error = this.#host.closedError();
     for (const state of this.#channels.values()) {
       if (state.linger !== undefined) clearTimeout(state.linger);
-      for (const reject of [...state.closing]) reject(error);
+      for (const waiter of [...state.waiters]) waiter.closed(error);
     }
     this.#channels.clear();
     const subscriber = this.#subscriber;
