@@ -1,6 +1,7 @@
 import { InvalidArgumentError, LockLostError, LockReentryError, LockTimeoutError } from '../errors.js';
 import type { AcquireOptions } from '../options.js';
 import { currentContext, newOwnerId, runInContext, type OwnerContext } from '../owner.js';
+import { ownerField } from '../keys.js';
 import { checkDuration, checkOptions, checkSignal, checkWait, describe } from '../validate.js';
 import type { Engine } from './engine.js';
 import type { Lease, LeaseFactory } from './lease.js';
@@ -44,6 +45,12 @@ export interface OwnerPolicy {
   /** The owner's identity in Redis for one acquisition by the context `ownerId`. Secret. */
   field(clientId: string, ownerId: string): string;
 }
+
+/** Owner policies shared by every handle that names owners by async context. @internal */
+export const CONTEXT_OWNERS: Readonly<Record<'reentrant' | 'exclusive', OwnerPolicy>> = Object.freeze({
+  reentrant: Object.freeze({ reentrant: true, field: ownerField }),
+  exclusive: Object.freeze({ reentrant: false, field: ownerField }),
+});
 
 /**
  * What every kind's handle offers — `acquire`, `tryAcquire`, `withLock`, `isLocked`,

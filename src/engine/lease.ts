@@ -85,3 +85,8 @@ export class Lease implements AsyncDisposable {
     if (!this.#released) await this.release();
   }
 }
+
+/** The plain {@link Lease} of a hold: one function for every handle of every kind that uses it. @internal */
+export function plainLease(hold: Hold, host: LeaseHost): Lease {
+  return new Lease(hold, host);
+}

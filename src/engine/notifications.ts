@@ -169,7 +169,8 @@ export class Waiter {
 interface ChannelState {
   readonly name: string;
   readonly owner: Notifications;
-  readonly waiters: Waiter[];
+  /** Local waiters, the head first; made with the first one (an empty array grows to 17 slots). */
+  waiters: Waiter[];
   ready: Promise<void>;
   generation: number;
   linger: NodeJS.Timeout | undefined;
@@ -295,7 +296,8 @@ export class Notifications {
       state.linger = undefined;
     }
     const waiter = new Waiter(state);
-    state.waiters.push(waiter);
+    if (state.waiters.length === 0) state.waiters = [waiter];
+    else state.waiters.push(waiter);
     this.#waiting += 1;
     if (this.#waiting === 1) this.#holdProcess();
     return { waiter, fresh };

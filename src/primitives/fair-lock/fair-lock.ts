@@ -1,7 +1,7 @@
 import type { Engine } from '../../engine/engine.js';
 import { hashHoldCount } from '../../engine/hold-count.js';
-import { LockHandle } from '../../engine/handle.js';
-import { Lease } from '../../engine/lease.js';
+import { CONTEXT_OWNERS, LockHandle } from '../../engine/handle.js';
+import { plainLease, type Lease } from '../../engine/lease.js';
 import { lockKey, ownerField, unlockChannel } from '../../keys.js';
 import type { FairLockOptions } from '../../options.js';
 import { checkBoolean, checkDuration, checkOptions } from '../../validate.js';
@@ -58,8 +58,8 @@ export class FairLock extends LockHandle<Lease> {
     super(
       engine,
       { name, key, channel: unlockChannel(key), protocol: fairLockProtocol(waiterTimeoutMs) },
-      { reentrant, field: ownerField },
-      (hold, host) => new Lease(hold, host),
+      reentrant ? CONTEXT_OWNERS.reentrant : CONTEXT_OWNERS.exclusive,
+      plainLease,
     );
     this.waiterTimeoutMs = waiterTimeoutMs;
   }

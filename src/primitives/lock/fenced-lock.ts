@@ -2,7 +2,7 @@ import type { Engine } from '../../engine/engine.js';
 import { hashHoldCount } from '../../engine/hold-count.js';
 import type { Hold } from '../../engine/hold.js';
 import type { LeaseHost } from '../../engine/lease.js';
-import { LockHandle } from '../../engine/handle.js';
+import { CONTEXT_OWNERS, LockHandle } from '../../engine/handle.js';
 import type { Protocol } from '../../engine/types.js';
 import { LockError } from '../../errors.js';
 import { fencingTokenKey, lockKey, ownerField, unlockChannel } from '../../keys.js';
@@ -43,7 +43,7 @@ export class FencedLock extends LockHandle<FencedLease> {
     super(
       engine,
       { name, key, channel: unlockChannel(key), protocol: PROTOCOL },
-      { reentrant, field: ownerField },
+      reentrant ? CONTEXT_OWNERS.reentrant : CONTEXT_OWNERS.exclusive,
       fencedLease,
     );
     this.#tokenKey = fencingTokenKey(key);

@@ -1,7 +1,7 @@
 import type { Engine } from '../../engine/engine.js';
 import { hashHoldCount } from '../../engine/hold-count.js';
-import { LockHandle } from '../../engine/handle.js';
-import { Lease } from '../../engine/lease.js';
+import { CONTEXT_OWNERS, LockHandle } from '../../engine/handle.js';
+import { plainLease, type Lease } from '../../engine/lease.js';
 import type { Protocol } from '../../engine/types.js';
 import { lockKey, ownerField, unlockChannel } from '../../keys.js';
 import { reentrantProtocol } from './protocol.js';
@@ -31,8 +31,8 @@ export class Lock extends LockHandle<Lease> {
     super(
       engine,
       { name, key, channel: unlockChannel(key), protocol: PROTOCOL },
-      { reentrant, field: ownerField },
-      (hold, host) => new Lease(hold, host),
+      reentrant ? CONTEXT_OWNERS.reentrant : CONTEXT_OWNERS.exclusive,
+      plainLease,
     );
   }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Engine } from '../../engine/engine.js';
 import { LockHandle } from '../../engine/handle.js';
-import { Lease } from '../../engine/lease.js';
+import { plainLease, type Lease } from '../../engine/lease.js';
 import { lockKey, simpleUnlockChannel } from '../../keys.js';
 import { SIMPLE_LOCK_PROTOCOL } from './protocol.js';
 
@@ -36,7 +36,7 @@ export class SimpleLock extends LockHandle<Lease> {
       engine,
       { name, key, channel: simpleUnlockChannel(key), protocol: SIMPLE_LOCK_PROTOCOL },
       { reentrant: false, field: newToken },
-      (hold, host) => new Lease(hold, host),
+      plainLease,
     );
   }
 
