@@ -228,6 +228,15 @@ export class Acquirer {
           if (reason === 'promoted' && expiresAt > performance.now()) continue;
           if (reason === 'timeout' && performance.now() >= deadline) return null;
         }
+        // A hand-over heard while this owner has nothing in flight on the lock is taken here,
+        // without the operation chain and its promises: the same check an attempt starts with.
+        if (ticket?.granted !== undefined && this.#chains.idle(chain) && notifications.grantsReady) {
+          const granted = this.#takeGrant(target, field, chain, ttlMs, watchdog, ticket);
+          if (granted !== undefined) {
+            acquired = true;
+            return await this.#toLease(this.#newLease(newLease, granted.hold, granted.proof), startedAt, signal);
+          }
+        }
         const generation = waiter.generation;
         outcome = await attempt();
         if (outcome.hold !== undefined) {
@@ -311,6 +320,36 @@ export class Acquirer {
     return lease;
   }
 
+  /**
+   * Takes the hand-over `ticket` heard, if it may be used without asking Redis: a release handed
+   * the lock over after the latest attempt found this waiter queued, so the lease it set runs at
+   * least from that attempt's send; with half of it left, it is held. Otherwise (or if this owner
+   * took the lock meanwhile) the grant is dropped and an attempt confirms or re-enters. Runs
+   * only while no other request of this owner on the lock is in flight.
+   */
+  #takeGrant(
+    target: Target,
+    field: string,
+    chain: string,
+    ttlMs: number,
+    watchdog: boolean,
+    ticket: Ticket,
+  ): { readonly hold: Hold; readonly proof: string | undefined } | undefined {
+    const proof = ticket.proof;
+    // A hand-over without the proof this kind's leases carry is confirmed by an attempt instead.
+    // With syncReplicas, too: the confirming attempt waits for the replicas.
+    if ((proof === undefined && target.protocol.needsProof) || this.#calls.replication !== undefined) {
+      ticket.granted = undefined;
+      return undefined;
+    }
+    if (!ticket.takeGrant(performance.now()) || this.#holds.get(chain) !== undefined) return undefined;
+    const hold = new Hold(target, field, ttlMs, watchdog, chain);
+    hold.count = 1;
+    hold.extend(ticket.sentAt);
+    this.#holds.add(hold);
+    return { hold, proof };
+  }
+
   /** One acquire request, serialized with every other request of the same owner on this lock. */
   #attempt(
     target: Target,
@@ -325,25 +364,11 @@ export class Acquirer {
     return this.#chains.run(chain, async (keepBusy) => {
       this.#settings.assertOpen();
       const holds = this.#holds;
-      const existing = holds.get(chain);
-      // Handed over by a release after the latest attempt found this waiter queued: the lease
-      // it set runs at least from that attempt's send. With half of it left, take it without
-      // asking; otherwise (or if this owner took the lock meanwhile) the attempt below
-      // confirms or re-enters.
       if (ticket?.granted !== undefined) {
-        const proof = ticket.proof;
-        // A hand-over without the proof this kind's leases carry is confirmed below instead.
-        // With syncReplicas, too: the confirming attempt waits for the replicas.
-        if ((proof === undefined && target.protocol.needsProof) || this.#calls.replication !== undefined) {
-          ticket.granted = undefined;
-        } else if (ticket.takeGrant(performance.now()) && existing === undefined) {
-          const hold = new Hold(target, field, ttlMs, watchdog, chain);
-          hold.count = 1;
-          hold.extend(ticket.sentAt);
-          holds.add(hold);
-          return { hold, proof };
-        }
+        const granted = this.#takeGrant(target, field, chain, ttlMs, watchdog, ticket);
+        if (granted !== undefined) return granted;
       }
+      const existing = holds.get(chain);
       const expected = existing?.count ?? 0;
       // A re-entry keeps the mode and TTL of the first acquisition.
       const hold = existing ?? new Hold(target, field, ttlMs, watchdog, chain);

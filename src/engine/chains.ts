@@ -30,6 +30,11 @@ export class OperationChains {
     return result;
   }
 
+  /** Whether no operation is running or queued on `chain`. */
+  idle(chain: string): boolean {
+    return !this.#tails.has(chain);
+  }
+
   get size(): number {
     return this.#tails.size;
   }
