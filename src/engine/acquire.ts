@@ -207,10 +207,15 @@ export class Acquirer {
       // announce nothing also re-check at growing intervals.
       let expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
       let pollMs = poll?.minMs ?? Number.POSITIVE_INFINITY;
-      let tryNow =
-        joined.fresh ||
-        generationBefore !== waiter.generation ||
-        (ticket !== undefined && ticket.token === undefined);
+      // A first attempt sent before this client had the channel may have missed an unlock. That
+      // message would have woken only the head of the local queue (unless the kind wakes more),
+      // and the head is the waiter that subscribed, which tries again once it is confirmed (or,
+      // leaving without the lock, wakes the next): a waiter joining behind it has nothing to redo.
+      const missed =
+        generationBefore === undefined
+          ? protocol.wakes !== undefined || waiter.isHead
+          : generationBefore !== waiter.generation;
+      let tryNow = joined.fresh || missed || (ticket !== undefined && ticket.token === undefined);
       for (;;) {
         if (ticket?.granted === undefined && performance.now() >= deadline) return null;
         if (!tryNow && ticket?.granted === undefined) {

@@ -149,4 +149,30 @@ describe('round trips of the lock operations', () => {
       await held.release();
     }
   });
+  it('two waiters of one client on a lock it has not waited on yet: one attempt each, one re-check by the waiter that subscribed, then hand-overs with no request', async () => {
+    const prefix = uniquePrefix('round-trips');
+    const locks = await lockClient(redis, prefix);
+    const other = await lockClient(otherRedis, prefix);
+    // A wait on another lock first: this client now listens for hand-overs, so a first attempt
+    // that finds the lock held queues its waiter.
+    const blocking = await other.lock('warm-up:grants').acquire();
+    const warm = locks.lock('warm-up:grants').acquire();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await blocking.release();
+    await (await warm).release();
+    const lock = locks.lock('invoice:46');
+    let held = await other.lock('invoice:46').acquire();
+    const commands = await commandsDuring(watched, async () => {
+      // Both first attempts leave before either reply: neither finds the channel subscribed.
+      const first = lock.acquire();
+      const second = lock.acquire();
+      // Time for the subscription and the subscribing waiter's re-check.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await held.release();
+      held = await first;
+      await held.release();
+      await (await second).release();
+    });
+    expect(names(commands)).toEqual(['EVALSHA', 'EVALSHA', 'EVALSHA', 'EVALSHA', 'EVALSHA']);
+  });
 });
