@@ -1,5 +1,6 @@
 import type { Subscriber } from '../redis/connection.js';
 import { within } from './timing.js';
+import { WaitTimers, type TimedOut, type WaitTimer } from './wait-timers.js';
 
 /** How long close() waits for a subscriber connection that is still being opened. */
 const CLOSE_WAIT_MS = 100;
@@ -18,14 +19,14 @@ export type WakeReason = 'attempt' | 'promoted' | 'timeout';
  * waiter it was meant for.
  * @internal
  */
-export class Waiter {
+export class Waiter implements TimedOut {
   readonly #channel: ChannelState;
   #pending: WakeReason | undefined;
   // The wait in progress, if any. Kept in fields rather than closures: a process may have
   // tens of thousands of waiters, and each closure and context costs heap.
   #resolve: ((reason: WakeReason) => void) | undefined;
   #reject: ((error: unknown) => void) | undefined;
-  #timer: NodeJS.Timeout | undefined;
+  #timer: WaitTimer | undefined;
   #signal: AbortSignal | undefined;
   /** Whether the wait in progress ends on a wake-up (`wait`) or only on its own terms (`untilReady`). */
   #wakeable = false;
@@ -95,8 +96,10 @@ export class Waiter {
     this.#fail(this.#signal?.reason);
   }
 
-  static #timedOut(this: void, waiter: Waiter): void {
-    waiter.#settle('timeout');
+  /** @internal The bound of the wait in progress ran out. */
+  timedOut(): void {
+    this.#timer = undefined;
+    this.#settle('timeout');
   }
 
   /**
@@ -114,7 +117,7 @@ export class Waiter {
       this.#resolve = resolve;
       this.#reject = reject;
       this.#wakeable = wakeable;
-      if (Number.isFinite(ms)) this.#timer = setTimeout(Waiter.#timedOut, Math.max(0, ms), this);
+      if (Number.isFinite(ms)) this.#timer = this.#channel.owner.timers.add(this, ms);
       if (signal !== undefined) {
         this.#signal = signal;
         signal.addEventListener('abort', this, { once: true });
@@ -141,7 +144,7 @@ export class Waiter {
     this.#reject = undefined;
     this.#wakeable = false;
     if (this.#timer !== undefined) {
-      clearTimeout(this.#timer);
+      this.#channel.owner.timers.cancel(this.#timer);
       this.#timer = undefined;
     }
     if (this.#signal !== undefined) {
@@ -199,6 +202,8 @@ export class Notifications {
   readonly #host: SubscriptionsHost;
   readonly #lingerMs: number;
   readonly #channels = new Map<string, ChannelState>();
+  /** @internal The bounds of every wait of this client's waiters. */
+  readonly timers = new WaitTimers();
   #subscriber: Promise<Subscriber> | undefined;
   /**
    * Waiters of every channel. The subscriber connection keeps the process alive only while
@@ -333,6 +338,7 @@ export class Notifications {
       for (const waiter of [...state.waiters]) waiter.closed(error);
     }
     this.#channels.clear();
+    this.timers.clear();
     const subscriber = this.#subscriber;
     this.#subscriber = undefined;
     if (subscriber === undefined) return;
