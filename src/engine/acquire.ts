@@ -40,6 +40,28 @@ type Settled =
   | { readonly hold: Hold; readonly proof: string | undefined }
   | { readonly hold?: undefined; readonly pttl: number };
 
+/** One acquire call's settings and what its attempts leave behind, shared by its steps. */
+class AcquireCall {
+  constructor(
+    readonly target: Target,
+    readonly field: string,
+    /** {@link chainId} of the lock's key and the owner's field. */
+    readonly chain: string,
+    readonly ttlMs: number,
+    readonly watchdog: boolean,
+    /** Monotonic time at which the wait runs out. */
+    readonly deadline: number,
+    /** Whether the call may wait (waitMs > 0). */
+    readonly waiting: boolean,
+    readonly signal: AbortSignal | undefined,
+    /** Its place in the lock's wait queue, for kinds that have one. */
+    public ticket: Ticket | undefined,
+  ) {}
+
+  /** An attempt the caller stopped waiting for: what it took must be given back. */
+  abandoned: Promise<unknown> | undefined;
+}
+
 /** @internal */
 export interface AcquirerSettings {
   readonly watchdogTimeoutMs: number;
@@ -138,64 +160,42 @@ export class Acquirer {
     const heartbeatMs = protocol.heartbeatMs ?? Number.POSITIVE_INFINITY;
     const channel = protocol.waitChannel?.(target, field) ?? target.channel;
     const notifications = this.#notifications;
+    const chain = chainId(target.key, field);
     // Only an acquire that may wait joins the queue, and only once this client listens for
     // hand-overs: a hand-over nobody hears is skipped, so it would be wasted.
-    let ticket =
+    const call = new AcquireCall(
+      target,
+      field,
+      chain,
+      ttlMs,
+      watchdog,
+      deadline,
+      waitMs > 0,
+      signal,
       queue && waitMs > 0 && notifications.grantsReady
         ? new Ticket(target, field, ttlMs, this.#settings.grantChannel)
-        : undefined;
-    const chain = chainId(target.key, field);
+        : undefined,
+    );
     this.#queue.begin(chain);
-    /** An attempt the caller stopped waiting for: what it took must be given back. */
-    let abandoned: Promise<unknown> | undefined;
-    // A grant too few replicas acknowledged was rolled back: try again while the wait allows.
-    const attempt = (): Promise<Settled> =>
-      retryUnreplicated(attemptOnce, deadline, signal, this.#settings.assertOpen, this.#calls.timeoutMs);
-    const attemptOnce = async (): Promise<Attempt> => {
-      const sent = this.#attempt(
-        target,
-        field,
-        chain,
-        ttlMs,
-        watchdog,
-        deadline,
-        waitMs > 0,
-        ticket !== undefined && notifications.grantsReady ? ticket : undefined,
-      );
-      if (signal === undefined) return sent;
-      try {
-        return await abortable(sent, signal);
-      } catch (error) {
-        if (signal.aborted && error === signal.reason) {
-          abandoned = sent.then(
-            (outcome) =>
-              'hold' in outcome && outcome.hold !== undefined ? this.#holds.release(outcome.hold) : undefined,
-            () => undefined,
-          );
-          abandoned.catch(() => undefined);
-        }
-        throw error;
-      }
-    };
 
     let waiter: Waiter | undefined;
     let acquired = false;
     try {
       const generationBefore = notifications.generationOf(channel);
-      let outcome = await attempt();
+      let outcome = await this.#attemptCall(call);
       if (outcome.hold !== undefined) {
         acquired = true;
         return await this.#toLease(this.#newLease(newLease, outcome.hold, outcome.proof), startedAt, signal);
       }
       if (waitMs === 0) return null;
-      if (queue) ticket ??= new Ticket(target, field, ttlMs, this.#settings.grantChannel);
+      if (queue) call.ticket ??= new Ticket(target, field, ttlMs, this.#settings.grantChannel);
 
       this.#settings.assertOpen();
       signal?.throwIfAborted();
       const joined = notifications.join(channel, queue, protocol.wakes);
       waiter = joined.waiter;
       this.#telemetry.waiting(target, 1);
-      if (ticket !== undefined) ticket.waiter = waiter;
+      if (call.ticket !== undefined) call.ticket.waiter = waiter;
       if (joined.fresh || (queue && !notifications.grantsReady)) {
         // Until SUBSCRIBE is confirmed an unlock would go unheard, so try again once it is.
         await waiter.untilReady(deadline - performance.now(), signal);
@@ -215,10 +215,10 @@ export class Acquirer {
         generationBefore === undefined
           ? protocol.wakes !== undefined || waiter.isHead
           : generationBefore !== waiter.generation;
-      let tryNow = joined.fresh || missed || (ticket !== undefined && ticket.token === undefined);
+      let tryNow = joined.fresh || missed || (call.ticket !== undefined && call.ticket.token === undefined);
       for (;;) {
-        if (ticket?.granted === undefined && performance.now() >= deadline) return null;
-        if (!tryNow && ticket?.granted === undefined) {
+        if (call.ticket?.granted === undefined && performance.now() >= deadline) return null;
+        if (!tryNow && call.ticket?.granted === undefined) {
           const remaining = deadline - performance.now();
           if (remaining <= 0) return null;
           const untilExpiry = expiresAt - performance.now();
@@ -235,15 +235,19 @@ export class Acquirer {
         }
         // A hand-over heard while this owner has nothing in flight on the lock is taken here,
         // without the operation chain and its promises: the same check an attempt starts with.
-        if (ticket?.granted !== undefined && this.#chains.idle(chain) && notifications.grantsReady) {
-          const granted = this.#takeGrant(target, field, chain, ttlMs, watchdog, ticket);
+        if (call.ticket?.granted !== undefined && this.#chains.idle(chain) && notifications.grantsReady) {
+          const granted = this.#takeGrant(target, field, chain, ttlMs, watchdog, call.ticket);
           if (granted !== undefined) {
             acquired = true;
-            return await this.#toLease(this.#newLease(newLease, granted.hold, granted.proof), startedAt, signal);
+            return await this.#toLease(
+              this.#newLease(newLease, granted.hold, granted.proof),
+              startedAt,
+              signal,
+            );
           }
         }
         const generation = waiter.generation;
-        outcome = await attempt();
+        outcome = await this.#attemptCall(call);
         if (outcome.hold !== undefined) {
           acquired = true;
           return await this.#toLease(
@@ -261,38 +265,94 @@ export class Acquirer {
       if (signal?.aborted === true && error === signal.reason) throw error;
       throw redisError(error, `waiting for lock "${target.name}"`);
     } finally {
-      this.#queue.end(chain);
-      if (waiter !== undefined) {
-        waiter.leave(acquired);
-        this.#telemetry.waiting(target, -1);
+      const cleanUp = this.#finish(call, waiter, acquired);
+      if (cleanUp !== undefined) await cleanUp;
+    }
+  }
+
+  /**
+   * The end of an acquire, however it went: leaves the local queue, and for a caller that gave
+   * up, the wait queue in Redis and whatever an abandoned attempt took. Returns the clean-up the
+   * call waits for, if any.
+   */
+  #finish(call: AcquireCall, waiter: Waiter | undefined, acquired: boolean): Promise<unknown> | undefined {
+    const { target, field, chain, signal, deadline } = call;
+    const protocol = target.protocol;
+    this.#queue.end(chain);
+    if (waiter !== undefined) {
+      waiter.leave(acquired);
+      this.#telemetry.waiting(target, -1);
+    }
+    if (call.ticket !== undefined) call.ticket.waiter = undefined;
+    // A kind with a queue of its own: an acquire that may have joined it and gave up leaves it,
+    // after its last attempt, unless another acquire of the same owner still waits there.
+    const leave =
+      !acquired && call.waiting && !this.#queue.isAcquiring(chain) && !this.#settings.isClosed()
+        ? protocol.leave?.(target, field)
+        : undefined;
+    const left =
+      leave === undefined
+        ? undefined
+        : this.#chains.run(chain, () => this.#calls.idempotent(leave, (attempt) => attempt < 3));
+    if (
+      !acquired &&
+      !this.#settings.isClosed() &&
+      (call.ticket !== undefined || call.abandoned !== undefined || left !== undefined)
+    ) {
+      // A caller that gave up is neither queued nor holding when its call returns, as long
+      // as Redis answers in time: by its deadline plus a command timeout, or within a short
+      // grace after an abort. Otherwise the clean-up goes on after the call returned.
+      const budget =
+        signal?.aborted === true
+          ? ABORT_CLEANUP_GRACE_MS
+          : Number.isFinite(deadline)
+            ? deadline + this.#calls.timeoutMs - performance.now()
+            : this.#calls.timeoutMs;
+      return within(
+        Promise.all([call.ticket && this.#queue.withdraw(call.ticket), call.abandoned, left]),
+        budget,
+      );
+    }
+    return undefined;
+  }
+
+  /** An attempt; a grant too few replicas acknowledged was rolled back: again while the wait allows. */
+  #attemptCall(call: AcquireCall): Promise<Settled> {
+    return retryUnreplicated(
+      () => this.#attemptCallOnce(call),
+      call.deadline,
+      call.signal,
+      this.#settings.assertOpen,
+      this.#calls.timeoutMs,
+    );
+  }
+
+  async #attemptCallOnce(call: AcquireCall): Promise<Attempt> {
+    const { ticket, signal } = call;
+    const sent = this.#attempt(
+      call.target,
+      call.field,
+      call.chain,
+      call.ttlMs,
+      call.watchdog,
+      call.deadline,
+      call.waiting,
+      ticket !== undefined && this.#notifications.grantsReady ? ticket : undefined,
+    );
+    if (signal === undefined) return sent;
+    try {
+      return await abortable(sent, signal);
+    } catch (error) {
+      if (signal.aborted && error === signal.reason) {
+        // What the attempt the caller stopped waiting for took must be given back.
+        call.abandoned = sent.then(
+          (outcome) =>
+            'hold' in outcome && outcome.hold !== undefined ? this.#holds.release(outcome.hold) : undefined,
+          () => undefined,
+        );
+        call.abandoned.catch(() => undefined);
       }
-      if (ticket !== undefined) ticket.waiter = undefined;
-      // A kind with a queue of its own: an acquire that may have joined it and gave up leaves it,
-      // after its last attempt, unless another acquire of the same owner still waits there.
-      const leave =
-        !acquired && waitMs > 0 && !this.#queue.isAcquiring(chain) && !this.#settings.isClosed()
-          ? protocol.leave?.(target, field)
-          : undefined;
-      const left =
-        leave === undefined
-          ? undefined
-          : this.#chains.run(chain, () => this.#calls.idempotent(leave, (attempt) => attempt < 3));
-      if (
-        !acquired &&
-        !this.#settings.isClosed() &&
-        (ticket !== undefined || abandoned !== undefined || left !== undefined)
-      ) {
-        // A caller that gave up is neither queued nor holding when its call returns, as long
-        // as Redis answers in time: by its deadline plus a command timeout, or within a short
-        // grace after an abort. Otherwise the clean-up goes on after the call returned.
-        const budget =
-          signal?.aborted === true
-            ? ABORT_CLEANUP_GRACE_MS
-            : Number.isFinite(deadline)
-              ? deadline + this.#calls.timeoutMs - performance.now()
-              : this.#calls.timeoutMs;
-        await within(Promise.all([ticket && this.#queue.withdraw(ticket), abandoned, left]), budget);
-      }
+      throw error;
     }
   }
 
