@@ -1,4 +1,4 @@
-import { LockError, LockLostError, ReplicationError } from '../errors.js';
+import { LockError, LockLostError, LockTimeoutError, ReplicationError } from '../errors.js';
 import { requestKey } from '../keys.js';
 import { isTransient } from '../scripts/runner.js';
 import { redisError, type Calls } from './calls.js';
@@ -54,12 +54,20 @@ class AcquireCall {
     /** Whether the call may wait (waitMs > 0). */
     readonly waiting: boolean,
     readonly signal: AbortSignal | undefined,
+    /** Whether the call rejects when its wait runs out, rather than resolving null. */
+    readonly throwOnTimeout: boolean,
     /** Its place in the lock's wait queue, for kinds that have one. */
     public ticket: Ticket | undefined,
   ) {}
 
   /** An attempt the caller stopped waiting for: what it took must be given back. */
   abandoned: Promise<unknown> | undefined;
+}
+
+/** An acquire whose wait ran out: null, or a rejection for a caller that wants one. */
+function noLease(call: AcquireCall): null {
+  if (call.throwOnTimeout) throw new LockTimeoutError(`Timed out waiting for lock "${call.target.name}"`);
+  return null;
 }
 
 /** @internal */
@@ -123,8 +131,9 @@ export class Acquirer {
 
   /**
    * Takes `target` for the owner `field`, waiting up to `waitMs` from `startedAt` (the start of
-   * the caller's call, by the monotonic clock); resolves null when the wait runs out. Rejects with
-   * `signal.reason` on abort, at once, whatever is in flight.
+   * the caller's call, by the monotonic clock); resolves null when the wait runs out, or rejects
+   * with a {@link LockTimeoutError} then if `throwOnTimeout` is set. Rejects with `signal.reason`
+   * on abort, at once, whatever is in flight.
    */
   acquire<L extends Lease>(
     target: Target,
@@ -133,12 +142,15 @@ export class Acquirer {
     leaseMs: number | undefined,
     signal: AbortSignal | undefined,
     newLease: LeaseFactory<L>,
+    throwOnTimeout = false,
     startedAt = performance.now(),
   ): Promise<L | null> {
     const telemetry = this.#telemetry;
-    if (!telemetry.enabled) return this.#acquire(target, field, waitMs, leaseMs, signal, newLease, startedAt);
+    if (!telemetry.enabled) {
+      return this.#acquire(target, field, waitMs, leaseMs, signal, newLease, throwOnTimeout, startedAt);
+    }
     return telemetry.acquire(target, waitMs, signal, () =>
-      this.#acquire(target, field, waitMs, leaseMs, signal, newLease, startedAt),
+      this.#acquire(target, field, waitMs, leaseMs, signal, newLease, throwOnTimeout, startedAt),
     );
   }
 
@@ -149,6 +161,7 @@ export class Acquirer {
     leaseMs: number | undefined,
     signal: AbortSignal | undefined,
     newLease: LeaseFactory<L>,
+    throwOnTimeout: boolean,
     startedAt: number,
   ): Promise<L | null> {
     const deadline = startedAt + waitMs;
@@ -172,6 +185,7 @@ export class Acquirer {
       deadline,
       waitMs > 0,
       signal,
+      throwOnTimeout,
       queue && waitMs > 0 && notifications.grantsReady
         ? new Ticket(target, field, ttlMs, this.#settings.grantChannel)
         : undefined,
@@ -187,7 +201,7 @@ export class Acquirer {
         acquired = true;
         return await this.#toLease(this.#newLease(newLease, outcome.hold, outcome.proof), startedAt, signal);
       }
-      if (waitMs === 0) return null;
+      if (waitMs === 0) return noLease(call);
       if (queue) call.ticket ??= new Ticket(target, field, ttlMs, this.#settings.grantChannel);
 
       this.#settings.assertOpen();
@@ -217,10 +231,10 @@ export class Acquirer {
           : generationBefore !== waiter.generation;
       let tryNow = joined.fresh || missed || (call.ticket !== undefined && call.ticket.token === undefined);
       for (;;) {
-        if (call.ticket?.granted === undefined && performance.now() >= deadline) return null;
+        if (call.ticket?.granted === undefined && performance.now() >= deadline) return noLease(call);
         if (!tryNow && call.ticket?.granted === undefined) {
           const remaining = deadline - performance.now();
-          if (remaining <= 0) return null;
+          if (remaining <= 0) return noLease(call);
           const untilExpiry = expiresAt - performance.now();
           const bound = Math.min(
             waiter.isHead ? Math.min(untilExpiry, remaining, pollMs) : remaining,
@@ -231,7 +245,7 @@ export class Acquirer {
           signal?.throwIfAborted();
           // A new head only starts watching the expiry, unless that is already due.
           if (reason === 'promoted' && expiresAt > performance.now()) continue;
-          if (reason === 'timeout' && performance.now() >= deadline) return null;
+          if (reason === 'timeout' && performance.now() >= deadline) return noLease(call);
         }
         // A hand-over heard while this owner has nothing in flight on the lock is taken here,
         // without the operation chain and its promises: the same check an attempt starts with.

@@ -145,12 +145,17 @@ export class Engine {
     leaseMs: number | undefined,
     signal: AbortSignal | undefined,
     newLease: LeaseFactory<L>,
+    throwOnTimeout = false,
   ): Promise<L | null> {
-    if (this.#server.passed) return this.#acquirer.acquire(target, field, waitMs, leaseMs, signal, newLease);
+    if (this.#server.passed) {
+      return this.#acquirer.acquire(target, field, waitMs, leaseMs, signal, newLease, throwOnTimeout);
+    }
     const startedAt = performance.now();
     return this.#server
       .check(signal)
-      .then(() => this.#acquirer.acquire(target, field, waitMs, leaseMs, signal, newLease, startedAt));
+      .then(() =>
+        this.#acquirer.acquire(target, field, waitMs, leaseMs, signal, newLease, throwOnTimeout, startedAt),
+      );
   }
 
   /** A plain read command, retried on transient failures. */

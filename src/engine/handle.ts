@@ -1,4 +1,4 @@
-import { InvalidArgumentError, LockLostError, LockReentryError, LockTimeoutError } from '../errors.js';
+import { InvalidArgumentError, LockLostError, LockReentryError } from '../errors.js';
 import type { AcquireOptions } from '../options.js';
 import { currentContext, newOwnerId, runInContext, type OwnerContext } from '../owner.js';
 import { ownerField } from '../keys.js';
@@ -104,12 +104,8 @@ export abstract class LockHandle<L extends Lease> {
    * ```
    */
   acquire(options?: AcquireOptions): Promise<L> {
-    return this.#start(options, Number.POSITIVE_INFINITY, (started) =>
-      started.then((lease) => {
-        if (lease !== null) return lease;
-        throw new LockTimeoutError(`Timed out waiting for lock "${this.#target.name}"`);
-      }),
-    );
+    // The engine rejects with a LockTimeoutError itself when the wait runs out.
+    return this.#start(options, Number.POSITIVE_INFINITY, true) as Promise<L>;
   }
 
   /**
@@ -122,7 +118,7 @@ export abstract class LockHandle<L extends Lease> {
    * ```
    */
   tryAcquire(options?: AcquireOptions): Promise<L | null> {
-    return this.#start(options, 0, (started) => started);
+    return this.#start(options, 0, false);
   }
 
   /**
@@ -222,11 +218,12 @@ export abstract class LockHandle<L extends Lease> {
     return `${this.#engine.clientId}\n${this.#target.key}`;
   }
 
-  #start<R>(
+  /** Checks the options and the owner, then acquires; `throwOnTimeout`: reject rather than resolve null. */
+  #start(
     options: AcquireOptions | undefined,
     defaultWaitMs: number,
-    finish: (started: Promise<L | null>) => Promise<R>,
-  ): Promise<R> {
+    throwOnTimeout: boolean,
+  ): Promise<L | null> {
     let checked: CheckedAcquire;
     let field: string;
     try {
@@ -247,15 +244,14 @@ export abstract class LockHandle<L extends Lease> {
     } catch (error) {
       return Promise.reject(error);
     }
-    return finish(
-      this.#engine.acquire(
-        this.#target,
-        field,
-        checked.waitMs,
-        checked.leaseMs,
-        checked.signal,
-        this.#newLease,
-      ),
+    return this.#engine.acquire(
+      this.#target,
+      field,
+      checked.waitMs,
+      checked.leaseMs,
+      checked.signal,
+      this.#newLease,
+      throwOnTimeout,
     );
   }
 }

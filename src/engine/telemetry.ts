@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type * as OpenTelemetry from '@opentelemetry/api';
-import { LockNotOwnedError, type LockLostReason } from '../errors.js';
+import { LockNotOwnedError, LockTimeoutError, type LockLostReason } from '../errors.js';
 import type { Hold } from './hold.js';
 import type { Lease } from './lease.js';
 import type { Protocol, Target } from './types.js';
@@ -251,6 +251,9 @@ class OpenTelemetryReporter implements Telemetry {
     } catch (error) {
       if (signal?.aborted === true && error === signal.reason) {
         outcome = 'aborted';
+      } else if (error instanceof LockTimeoutError) {
+        // acquire() rejects where tryAcquire() resolves null: the same outcome.
+        outcome = waitMs === 0 ? 'busy' : 'timeout';
       } else {
         this.#failed(span, error);
       }

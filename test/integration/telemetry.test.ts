@@ -185,6 +185,8 @@ describe('OpenTelemetry spans and metrics', () => {
 
       await expect(lock.acquire({ waitMs: 150 })).rejects.toBeInstanceOf(LockTimeoutError);
       expect(await lock.tryAcquire()).toBeNull();
+      // acquire() with no wait rejects where tryAcquire() resolves null: busy all the same.
+      await expect(lock.acquire({ waitMs: 0 })).rejects.toBeInstanceOf(LockTimeoutError);
       const controller = new AbortController();
       setTimeout(() => controller.abort(new Error('order cancelled')), 50);
       await expect(lock.acquire({ signal: controller.signal })).rejects.toThrow('order cancelled');
@@ -193,10 +195,12 @@ describe('OpenTelemetry spans and metrics', () => {
       expect(spans.map((span) => span.attributes['latchkey.acquire.outcome'])).toEqual([
         'timeout',
         'busy',
+        'busy',
         'aborted',
       ]);
       expect(spans[0]?.attributes['latchkey.acquire.waited_ms']).toBeGreaterThanOrEqual(140);
       expect(spans.map((span) => span.status.code)).toEqual([
+        SpanStatusCode.UNSET,
         SpanStatusCode.UNSET,
         SpanStatusCode.UNSET,
         SpanStatusCode.UNSET,
@@ -207,13 +211,16 @@ describe('OpenTelemetry spans and metrics', () => {
       const timeouts = { ...kindAttribute, 'latchkey.acquire.outcome': 'timeout' };
       expect(await telemetry.value('latchkey.acquire.wait', timeouts)).toBe(1);
       expect(await telemetry.histogramSum('latchkey.acquire.wait', timeouts)).toBeGreaterThanOrEqual(140);
-      for (const outcome of ['busy', 'aborted']) {
+      for (const [outcome, count] of [
+        ['busy', 2],
+        ['aborted', 1],
+      ] as const) {
         expect(
           await telemetry.value('latchkey.acquire.wait', {
             ...kindAttribute,
             'latchkey.acquire.outcome': outcome,
           }),
-        ).toBe(1);
+        ).toBe(count);
       }
       expect(await telemetry.value('latchkey.waiters', kindAttribute)).toBe(0);
       await held.release();
