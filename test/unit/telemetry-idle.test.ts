@@ -3,7 +3,11 @@
 // and picks it up once a provider is registered.
 import * as api from '@opentelemetry/api';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTelemetry } from '../../src/engine/telemetry.js';
 import type { Lease } from '../../src/engine/lease.js';
