@@ -65,6 +65,13 @@ interface Cli {
   scenarios: Set<string> | undefined;
 }
 
+/** The library a contender of latchkey's or redis-semaphore's kinds comes from; undefined otherwise. */
+function familyOf(name: string): string | undefined {
+  if (name.startsWith('latchkey-')) return 'latchkey';
+  if (name.startsWith('rs-')) return 'redis-semaphore';
+  return undefined;
+}
+
 function parseCli(argv: readonly string[]): Cli {
   const cli: Cli = {
     quick: false,
@@ -249,6 +256,8 @@ async function main(): Promise<void> {
     }
 
     const selected = SCENARIOS.filter((s) => s.names.some(wanted));
+    /** A worker pool a quick run keeps for the next contender of the same library. */
+    let pool: { readonly family: string | undefined; readonly workers: WorkerHandle[] } | undefined;
     for (const name of cli.only) {
       const adapter = ADAPTERS[name];
       if (selected.length === 0) continue;
@@ -261,11 +270,18 @@ async function main(): Promise<void> {
         else
           for (const n of scenario.names.filter(wanted)) show(n, name, { status: 'skipped', reason: skip });
       }
+      // A pool kept for this contender's library serves it only if it has something to run.
+      if (pool !== undefined && (runnable.length === 0 || pool.family !== familyOf(name))) {
+        await Promise.all(pool.workers.map((worker) => worker.stop()));
+        pool = undefined;
+      }
       // Nothing to run (a floor): no pool to start.
       if (runnable.length === 0) continue;
       let workers: WorkerHandle[];
       try {
-        workers = await spawnWorkers(PROCESSES, clockBase, true);
+        const kept = pool;
+        pool = undefined;
+        workers = kept !== undefined ? kept.workers : await spawnWorkers(PROCESSES, clockBase, true);
       } catch (error) {
         const why = `could not start workers: ${reason(error)}`;
         for (const scenario of runnable)
@@ -300,10 +316,21 @@ async function main(): Promise<void> {
           console.log(`  (${scenario.names.join(', ')}: ${seconds(scenarioStart)})`);
         }
       } finally {
-        await Promise.all(workers.map((worker) => worker.stop()));
+        // A quick run hands the pool on to the next contender of the same library (latchkey's
+        // kinds, redis-semaphore's): their workers would load the same modules.
+        const next = cli.only[cli.only.indexOf(name) + 1];
+        if (
+          cli.quick &&
+          next !== undefined &&
+          familyOf(next) !== undefined &&
+          familyOf(next) === familyOf(name)
+        )
+          pool = { family: familyOf(name), workers };
+        else await Promise.all(workers.map((worker) => worker.stop()));
       }
       console.log(`  (${name}, workers included: ${seconds(contenderStart)})`);
     }
+    if (pool !== undefined) await Promise.all(pool.workers.map((worker) => worker.stop()));
     if (parentUnhandled > 0)
       results.env.notes.push(`harness: ${parentUnhandled} unhandled rejection(s) in the parent`);
     results.env.notes.push(`harness: run took ${Math.round((Date.now() - started) / 1000)} s`);

@@ -1,6 +1,6 @@
 // State of one worker process: its open sessions, the start barrier, and a count of unhandled
 // rejections (any one makes the run that saw it fail).
-import { ADAPTERS } from './contenders/index.js';
+import { loadAdapter } from './contenders/load.js';
 import type { ContenderName, Session } from './contenders/types.js';
 import type { WorkerEvent } from './ipc.js';
 
@@ -37,7 +37,8 @@ export async function openSession(
   leaseMs: number | undefined,
   permits?: number,
 ): Promise<void> {
-  const session = await ADAPTERS[contender].connect({ url, name, leaseMs, permits });
+  const adapter = await loadAdapter(contender);
+  const session = await adapter.connect({ url, name, leaseMs, permits });
   sessions.set(id, session);
 }
 

@@ -196,9 +196,9 @@ interface Sizes {
 }
 
 function sizes(quick: boolean): Sizes {
-  // 1,000 (quick) or 5,000 recorded cycles per contender, in blocks of 100.
+  // 600 (quick) or 5,000 recorded cycles per contender, in blocks of 100.
   return quick
-    ? { warmupRounds: 2, rounds: 10, blockCycles: 100, countedCycles: 200 }
+    ? { warmupRounds: 2, rounds: 6, blockCycles: 100, countedCycles: 100 }
     : { warmupRounds: 10, rounds: 50, blockCycles: 100, countedCycles: 500 };
 }
 
