@@ -250,7 +250,7 @@ export class Acquirer {
         // A hand-over heard while this owner has nothing in flight on the lock is taken here,
         // without the operation chain and its promises: the same check an attempt starts with.
         if (call.ticket?.granted !== undefined && this.#chains.idle(chain) && notifications.grantsReady) {
-          const granted = this.#takeGrant(target, field, chain, ttlMs, watchdog, call.ticket);
+          const granted = this.#takeGrant(call, call.ticket);
           if (granted !== undefined) {
             acquired = true;
             return await this.#toLease(
@@ -344,13 +344,7 @@ export class Acquirer {
   async #attemptCallOnce(call: AcquireCall): Promise<Attempt> {
     const { ticket, signal } = call;
     const sent = this.#attempt(
-      call.target,
-      call.field,
-      call.chain,
-      call.ttlMs,
-      call.watchdog,
-      call.deadline,
-      call.waiting,
+      call,
       ticket !== undefined && this.#notifications.grantsReady ? ticket : undefined,
     );
     if (signal === undefined) return sent;
@@ -407,13 +401,10 @@ export class Acquirer {
    * only while no other request of this owner on the lock is in flight.
    */
   #takeGrant(
-    target: Target,
-    field: string,
-    chain: string,
-    ttlMs: number,
-    watchdog: boolean,
+    call: AcquireCall,
     ticket: Ticket,
   ): { readonly hold: Hold; readonly proof: string | undefined } | undefined {
+    const { target, chain } = call;
     const proof = ticket.proof;
     // A hand-over without the proof this kind's leases carry is confirmed by an attempt instead.
     // With syncReplicas, too: the confirming attempt waits for the replicas.
@@ -422,7 +413,7 @@ export class Acquirer {
       return undefined;
     }
     if (!ticket.takeGrant(performance.now()) || this.#holds.get(chain) !== undefined) return undefined;
-    const hold = new Hold(target, field, ttlMs, watchdog, chain);
+    const hold = new Hold(target, call.field, call.ttlMs, call.watchdog, chain);
     hold.count = 1;
     hold.extend(ticket.sentAt);
     this.#holds.add(hold);
@@ -430,21 +421,13 @@ export class Acquirer {
   }
 
   /** One acquire request, serialized with every other request of the same owner on this lock. */
-  #attempt(
-    target: Target,
-    field: string,
-    chain: string,
-    ttlMs: number,
-    watchdog: boolean,
-    deadline: number,
-    waiting: boolean,
-    ticket: Ticket | undefined,
-  ): Promise<Attempt> {
+  #attempt(call: AcquireCall, ticket: Ticket | undefined): Promise<Attempt> {
+    const { target, field, chain, ttlMs, watchdog, deadline, waiting } = call;
     return this.#chains.run(chain, async (keepBusy) => {
       this.#settings.assertOpen();
       const holds = this.#holds;
       if (ticket?.granted !== undefined) {
-        const granted = this.#takeGrant(target, field, chain, ttlMs, watchdog, ticket);
+        const granted = this.#takeGrant(call, ticket);
         if (granted !== undefined) return granted;
       }
       const existing = holds.get(chain);
