@@ -603,6 +603,15 @@ interface Curve {
 const COUNTS_FLAT = { within: 1.15 } as const;
 const CPU_FLAT = { within: 1.5 } as const;
 
+/** Every curve's wait and per-acquisition costs, between its throughput and its client-side figures. */
+const PER_ACQUISITION: readonly CurveMetric[] = [
+  { key: 'waitP50Ms', label: 'wait p50 ms' },
+  { key: 'waitP99Ms', label: 'wait p99 ms' },
+  { key: 'roundTripsPerAcq', label: 'round trips/acq', flat: COUNTS_FLAT },
+  { key: 'cmdsPerAcq', label: 'Redis commands/acq', flat: COUNTS_FLAT },
+  { key: 'redisCpuUsPerAcq', label: 'Redis CPU µs/acq', flat: CPU_FLAT },
+];
+
 const CURVES: readonly Curve[] = [
   {
     id: 'contenders',
@@ -612,11 +621,7 @@ const CURVES: readonly Curve[] = [
     scenario: contenderPoint,
     metrics: [
       { key: 'acqPerSec', label: 'acquisitions/s' },
-      { key: 'waitP50Ms', label: 'wait p50 ms' },
-      { key: 'waitP99Ms', label: 'wait p99 ms' },
-      { key: 'roundTripsPerAcq', label: 'round trips/acq', flat: COUNTS_FLAT },
-      { key: 'cmdsPerAcq', label: 'Redis commands/acq', flat: COUNTS_FLAT },
-      { key: 'redisCpuUsPerAcq', label: 'Redis CPU µs/acq', flat: CPU_FLAT },
+      ...PER_ACQUISITION,
       { key: 'clientHeapKB', label: 'client heap KB (4 processes, whole)' },
       { key: 'subscriptions', label: 'subscribed channels' },
     ],
@@ -629,11 +634,7 @@ const CURVES: readonly Curve[] = [
     scenario: keyPoint,
     metrics: [
       { key: 'acqPerSec', label: 'hand-offs/s' },
-      { key: 'waitP50Ms', label: 'wait p50 ms' },
-      { key: 'waitP99Ms', label: 'wait p99 ms' },
-      { key: 'roundTripsPerAcq', label: 'round trips/acq', flat: COUNTS_FLAT },
-      { key: 'cmdsPerAcq', label: 'Redis commands/acq', flat: COUNTS_FLAT },
-      { key: 'redisCpuUsPerAcq', label: 'Redis CPU µs/acq', flat: CPU_FLAT },
+      ...PER_ACQUISITION,
       { key: 'clientHeapBytesPerKey', label: 'client heap bytes/key', flat: { within: 1.25, fromX: 1_000 } },
       { key: 'subscriptions', label: 'subscribed channels' },
     ],
