@@ -332,6 +332,8 @@ export class Acquirer {
 
   /** An attempt; a grant too few replicas acknowledged was rolled back: again while the wait allows. */
   #attemptCall(call: AcquireCall): Promise<Settled> {
+    // Without syncReplicas no grant is ever rolled back: no retry loop to set up.
+    if (this.#calls.replication === undefined) return this.#attemptCallOnce(call) as Promise<Settled>;
     return retryUnreplicated(
       () => this.#attemptCallOnce(call),
       call.deadline,
@@ -341,13 +343,17 @@ export class Acquirer {
     );
   }
 
-  async #attemptCallOnce(call: AcquireCall): Promise<Attempt> {
+  #attemptCallOnce(call: AcquireCall): Promise<Attempt> {
     const { ticket, signal } = call;
     const sent = this.#attempt(
       call,
       ticket !== undefined && this.#notifications.grantsReady ? ticket : undefined,
     );
-    if (signal === undefined) return sent;
+    return signal === undefined ? sent : this.#abortableAttempt(call, sent, signal);
+  }
+
+  /** An attempt the caller may stop waiting for with `signal`. */
+  async #abortableAttempt(call: AcquireCall, sent: Promise<Attempt>, signal: AbortSignal): Promise<Attempt> {
     try {
       return await abortable(sent, signal);
     } catch (error) {

@@ -30,6 +30,9 @@ export class Calls {
   readonly #isClosed: () => boolean;
   readonly #requestPrefix = randomBytes(6).toString('hex');
   #requestCounter = 0;
+  /** One try of a script call; made once, as every call on the hot path uses it. */
+  readonly #runOne = (call: ScriptCall, timeoutMs: number): Promise<unknown> =>
+    this.#runner.run(call.script, call.keys, call.args, timeoutMs);
   /** How long one call may take, in milliseconds. */
   readonly timeoutMs: number;
   /** `syncReplicas`: writes that grant wait for replicas; undefined when off. */
@@ -74,13 +77,7 @@ export class Calls {
     until = Number.POSITIVE_INFINITY,
     repeat?: () => ScriptCall,
   ): Promise<unknown> {
-    return this.#retrying(
-      (one, timeoutMs) => this.#runner.run(one.script, one.keys, one.args, timeoutMs),
-      call,
-      keepTrying,
-      until,
-      repeat,
-    );
+    return this.#retrying(this.#runOne, call, keepTrying, until, repeat);
   }
 
   /**
@@ -133,27 +130,41 @@ export class Calls {
     return { reply, acknowledged: replication.acknowledged(then) };
   }
 
-  async #retrying<T>(
+  /**
+   * The first try goes out directly, with no async frame or closure of its own: the retry
+   * machinery is for the rare failure, not the hot path of every acquire and release.
+   */
+  #retrying<T>(
     tryOnce: (call: ScriptCall, timeoutMs: number) => Promise<T>,
     call: ScriptCall,
     keepTrying: (attempt: number) => boolean,
     until: number,
     repeat: (() => ScriptCall) | undefined,
   ): Promise<T> {
-    const timeoutMs = this.timeoutMs;
-    // No try, and no wait between tries, outlasts `until`.
-    const tryTimeout = (): number => Math.max(1, Math.min(timeoutMs, until - performance.now()));
-    const retryable = (error: unknown, attempt: number): boolean =>
-      !this.#isClosed() && isTransient(error) && performance.now() < until && keepTrying(attempt);
-    // The first try goes out directly: the retry machinery is for the rare failure, not the
-    // hot path of every acquire and release.
-    try {
-      return await tryOnce(call, tryTimeout());
-    } catch (error) {
-      if (!retryable(error, 1)) throw error;
-    }
+    return tryOnce(call, this.#tryTimeout(until)).catch((error: unknown) =>
+      this.#retry(error, tryOnce, call, keepTrying, until, repeat),
+    );
+  }
+
+  /** How long one try may take: the command timeout, and never past `until`. */
+  #tryTimeout(until: number): number {
+    return Math.max(1, Math.min(this.timeoutMs, until - performance.now()));
+  }
+
+  /** After a first try failed with `error`: tries again with backoff while that is worth it. */
+  #retry<T>(
+    error: unknown,
+    tryOnce: (call: ScriptCall, timeoutMs: number) => Promise<T>,
+    call: ScriptCall,
+    keepTrying: (attempt: number) => boolean,
+    until: number,
+    repeat: (() => ScriptCall) | undefined,
+  ): Promise<T> {
+    const retryable = (failure: unknown, attempt: number): boolean =>
+      !this.#isClosed() && isTransient(failure) && performance.now() < until && keepTrying(attempt);
+    if (!retryable(error, 1)) return Promise.reject(error);
     const retry = repeat?.() ?? call;
-    return pRetry(() => tryOnce(retry, tryTimeout()), {
+    return pRetry(() => tryOnce(retry, this.#tryTimeout(until)), {
       retries: 1_000,
       minTimeout: 20,
       maxTimeout: 1_000,
@@ -163,7 +174,7 @@ export class Calls {
       maxRetryTime: Number.isFinite(until)
         ? Math.max(0, until - performance.now())
         : Number.POSITIVE_INFINITY,
-      shouldRetry: ({ error, attemptNumber }) => retryable(error, attemptNumber + 1),
+      shouldRetry: ({ error: failure, attemptNumber }) => retryable(failure, attemptNumber + 1),
     });
   }
 

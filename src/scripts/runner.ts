@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { RedisConnection } from '../redis/connection.js';
 import { isClientClosed, isServerReply, plainReply } from '../redis/replies.js';
 import type { LuaScript } from './script.js';
@@ -155,7 +156,7 @@ export class ScriptRunner {
     this.#timeoutMs = timeoutMs;
   }
 
-  async run(
+  run(
     script: LuaScript,
     keys: readonly string[],
     args: readonly string[],
@@ -163,14 +164,12 @@ export class ScriptRunner {
   ): Promise<unknown> {
     const variant = this.#variant(script);
     const command = scriptCommand(variant, keys, args);
-    try {
-      return await this.send(command, timeoutMs);
-    } catch (error) {
+    return this.send(command, timeoutMs).catch((error: unknown) => {
       if (!isNoScript(error)) throw error;
       command[0] = 'EVAL';
       command[1] = variant.source;
       return this.send(command, timeoutMs);
-    }
+    });
   }
 
   /** The script as this connection runs it: on a cluster with sharded pub/sub, its twin that publishes with SPUBLISH. */
@@ -253,6 +252,8 @@ export class ScriptRunner {
     if (this.#connection.sendsAtOnce) return undefined;
     if (this.#abort === undefined || now >= this.#abortUntil || this.#abort.signal.aborted) {
       this.#abort = new AbortController();
+      // Every command of the slice listens to it: no leak warning however many there are.
+      setMaxListeners(0, this.#abort.signal);
       this.#abortUntil = now + Math.min(50, timeoutMs / 10);
     }
     return this.#abort;
