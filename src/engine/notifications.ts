@@ -1,5 +1,5 @@
 import type { Subscriber } from '../redis/connection.js';
-import { within } from './timing.js';
+import { unwatchAbort, watchAbort, within, type AbortWatcher } from './timing.js';
 import { WaitTimers, type TimedOut, type WaitTimer } from './wait-timers.js';
 
 /** How long close() waits for a subscriber connection that is still being opened. */
@@ -19,7 +19,7 @@ export type WakeReason = 'attempt' | 'promoted' | 'timeout';
  * waiter it was meant for.
  * @internal
  */
-export class Waiter implements TimedOut {
+export class Waiter implements TimedOut, AbortWatcher {
   readonly #channel: ChannelState;
   #pending: WakeReason | undefined;
   // The wait in progress, if any. Kept in fields rather than closures: a process may have
@@ -120,7 +120,7 @@ export class Waiter implements TimedOut {
       if (Number.isFinite(ms)) this.#timer = this.#channel.owner.timers.add(this, ms);
       if (signal !== undefined) {
         this.#signal = signal;
-        signal.addEventListener('abort', this, { once: true });
+        watchAbort(signal, this);
       }
     });
   }
@@ -148,7 +148,7 @@ export class Waiter implements TimedOut {
       this.#timer = undefined;
     }
     if (this.#signal !== undefined) {
-      this.#signal.removeEventListener('abort', this);
+      unwatchAbort(this.#signal, this);
       this.#signal = undefined;
     }
   }

@@ -3,6 +3,7 @@ import type { Engine } from '../engine/engine.js';
 import type { Events } from '../engine/events.js';
 import type { Lease } from '../engine/lease.js';
 import type { Target } from '../engine/types.js';
+import { unwatchAbort, watchAbort, type AbortWatcher } from '../engine/timing.js';
 import {
   ClientClosedError,
   InvalidArgumentError,
@@ -198,14 +199,14 @@ export class RedlockLock {
     // whichever comes first (a close rejects the acquire with ClientClosedError at once).
     const stop = new AbortController();
     setMaxListeners(8 + 4 * host.engines.length, stop.signal);
-    const onAbort = (): void => stop.abort(checked.signal?.reason);
+    const onAbort: AbortWatcher = { handleEvent: () => stop.abort(checked.signal?.reason) };
     const onClose = (): void => stop.abort(new ClientClosedError());
-    checked.signal?.addEventListener('abort', onAbort, { once: true });
+    if (checked.signal !== undefined) watchAbort(checked.signal, onAbort);
     host.closing.addEventListener('abort', onClose, { once: true });
     try {
       return await this.#rounds(waitMs, leaseMs, stop.signal);
     } finally {
-      checked.signal?.removeEventListener('abort', onAbort);
+      if (checked.signal !== undefined) unwatchAbort(checked.signal, onAbort);
       host.closing.removeEventListener('abort', onClose);
     }
   }

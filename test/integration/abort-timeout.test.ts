@@ -3,6 +3,7 @@
  * exactly `signal.reason` and leaves neither a hold nor a subscription behind, and a lock that
  * Redis grants after the caller aborted is handed straight back.
  */
+import { getEventListeners } from 'node:events';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient, LockTimeoutError, type LockError, type ReleasedEvent } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
@@ -104,6 +105,46 @@ describe('acquire timeouts and aborts', () => {
         async () => (await res.numsub(channelOf(key))) === 0,
         1_000,
       );
+    });
+
+    it('one signal shared by 30 waiting acquires gets one listener, no leak warning, and aborts them all', async () => {
+      const { prefix, key, holderField } = await heldLock('invoice:4b');
+      const locks = await res.lockClient({ keyPrefix: prefix, subscriptionLingerMs: 0 });
+      const controller = new AbortController();
+      const reason = new Error('shutting down');
+      const warnings: Error[] = [];
+      const onWarning = (warning: Error): void => {
+        if (warning.name === 'MaxListenersExceededWarning') warnings.push(warning);
+      };
+      process.on('warning', onWarning);
+      try {
+        const waiting = Array.from({ length: 30 }, () =>
+          settle(locks.lock('invoice:4b').acquire({ signal: controller.signal })),
+        );
+        await waitUntil('the waiters are subscribed', async () => (await res.numsub(channelOf(key))) === 1);
+        await sleep(100);
+        expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+
+        controller.abort(reason);
+        const outcomes = await Promise.all(waiting);
+        expect(outcomes.map((outcome) => outcome.error)).toEqual(outcomes.map(() => reason));
+        expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+        // A warning is emitted on the next tick.
+        await sleep(10);
+        expect(warnings).toEqual([]);
+      } finally {
+        process.off('warning', onWarning);
+      }
+      expect(await admin.hKeys(key)).toEqual([holderField]);
+
+      // A signal that never aborts is let go of by acquires that got the lock.
+      const free = await res.lockClient({ keyPrefix: uniquePrefix('abort-shared') });
+      const kept = new AbortController();
+      for (let i = 0; i < 3; i += 1) {
+        const lease = await free.lock(`free:${i}`).acquire({ signal: kept.signal });
+        await lease.release();
+      }
+      expect(getEventListeners(kept.signal, 'abort')).toHaveLength(0);
     });
 
     it('aborting an acquire before it is parked (attempt in flight or subscribing) rejects with signal.reason too', async () => {
