@@ -227,7 +227,12 @@ async function migrateSlot(slot: number, from: number, to: number): Promise<void
   await cluster.command(to, ['CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', fromId]);
   await cluster.command(from, ['CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', toId]);
   for (;;) {
-    const keys = (await cluster.command(from, ['CLUSTER', 'GETKEYSINSLOT', String(slot), '1000'])) as string[];
+    const keys = (await cluster.command(from, [
+      'CLUSTER',
+      'GETKEYSINSLOT',
+      String(slot),
+      '1000',
+    ])) as string[];
     if (keys.length === 0) break;
     await cluster.command(from, ['MIGRATE', '127.0.0.1', String(to), '', '0', '5000', 'KEYS', ...keys]);
     // Under load, one key at a time now and then lets commands meet ASK and TRYAGAIN.
