@@ -21,6 +21,7 @@ import { renderMarkdown, renderScalingSvg, renderSvg } from './report.js';
 import { emptyResults, record, type Env, type Results } from './results-model.js';
 import { contended } from './scenarios/contended.js';
 import { handoff } from './scenarios/handoff.js';
+import { handoffPaired } from './scenarios/handoff-paired.js';
 import { manyKeys } from './scenarios/many-keys.js';
 import { reentry } from './scenarios/reentry.js';
 import { scaling } from './scenarios/scaling.js';
@@ -28,12 +29,14 @@ import { uncontended } from './scenarios/uncontended.js';
 import type { InterleavedScenario, Outcome, Scenario } from './scenarios/common.js';
 
 /** Measured with every contender in one process, before the per-contender pools. */
-const INTERLEAVED: readonly InterleavedScenario[] = [uncontended];
+const INTERLEAVED: readonly InterleavedScenario[] = [uncontended, handoffPaired];
 const SCENARIOS: readonly Scenario[] = [reentry, handoff, contended, manyKeys, scaling];
 const GROUPS: Readonly<Record<string, { readonly names: readonly string[] }>> = {
   uncontended,
   reentry,
-  handoff,
+  // The hand-off's two passes: every contender on its own, and latchkey paired with its floor.
+  handoff: { names: [...handoff.names, ...handoffPaired.names] },
+  'handoff-paired': handoffPaired,
   contended,
   manyKeys,
   scaling,
@@ -205,7 +208,9 @@ async function main(): Promise<void> {
     const seconds = (since: number): string => `${((Date.now() - since) / 1000).toFixed(1)} s`;
 
     for (const scenario of INTERLEAVED.filter((s) => s.names.some(wanted))) {
-      console.log(`\n== ${scenario.names.join(', ')}: every contender in one process, interleaved`);
+      console.log(
+        `\n== ${scenario.names.join(', ')}: every contender in ${(scenario.processes ?? 1) === 1 ? 'one process' : `the same ${scenario.processes} processes`}, interleaved`,
+      );
       const scenarioStart = Date.now();
       const adapters: Adapter[] = [];
       for (const name of cli.only) {
@@ -222,12 +227,13 @@ async function main(): Promise<void> {
         );
       };
       const measure = async (): Promise<Record<string, Record<string, Outcome>>> => {
-        let worker: WorkerHandle | undefined;
+        let workers: WorkerHandle[];
         try {
-          [worker] = await spawnWorkers(1, clockBase);
+          workers = await spawnWorkers(scenario.processes ?? 1, clockBase);
         } catch (error) {
           return fail('skipped', `could not start a worker: ${reason(error)}`);
         }
+        const [worker] = workers;
         if (worker === undefined) return fail('skipped', 'could not start a worker');
         try {
           await flushIfOwned(redis);
@@ -235,6 +241,7 @@ async function main(): Promise<void> {
             redis,
             quick: cli.quick,
             worker,
+            workers,
             adapters,
             keyPrefix: (contender) => `bench:${contender}`,
             wanted,
@@ -243,7 +250,7 @@ async function main(): Promise<void> {
         } catch (error) {
           return fail('failed', `error: ${reason(error)}`);
         } finally {
-          await worker.stop();
+          await Promise.all(workers.map((one) => one.stop()));
         }
       };
       const outcomes = await measure();

@@ -93,6 +93,12 @@ async function connect(options: SessionOptions): Promise<Session> {
 
 export const floorPubsub: Adapter = {
   name: 'floor-pubsub',
-  caps: { wait: 'pubsub', reentrant: false, renews: false, floor: true, scenarios: ['handoff'] },
+  caps: {
+    wait: 'pubsub',
+    reentrant: false,
+    renews: false,
+    floor: true,
+    scenarios: ['handoff', 'handoff-paired'],
+  },
   connect,
 };

@@ -47,6 +47,8 @@ export interface InterleavedContext {
   readonly quick: boolean;
   /** The one worker process every contender runs in (each with its own sessions). */
   readonly worker: WorkerHandle;
+  /** Every worker process of the scenario, `worker` first (see {@link InterleavedScenario.processes}). */
+  readonly workers: readonly WorkerHandle[];
   readonly adapters: readonly Adapter[];
   /** Prefix for every key of this contender, so contenders never share a lock. */
   keyPrefix(contender: string): string;
@@ -57,6 +59,8 @@ export interface InterleavedContext {
 
 export interface InterleavedScenario {
   readonly names: readonly string[];
+  /** Worker processes the contenders share; 1 when not given. */
+  readonly processes?: number;
   /** scenario name -> contender -> outcome. */
   run(context: InterleavedContext): Promise<Record<string, Record<string, Outcome>>>;
 }

@@ -1,0 +1,148 @@
+// Scenario "handoff-paired": the hand-off of latchkey and of its floor (`floor-pubsub`), timed
+// by turns in the same two processes over the same stretch of time. The "handoff" scenario
+// measures each contender in its own worker pool, minutes apart; on a shared 2-core machine its
+// p50s drift between pools by more than the 1.2x the target allows (a floor measured slower
+// than latchkey in one run, 1.5x faster in the next). Here blocks of hand-offs alternate
+// between the two, the first moving one place each round, so drift falls on both alike. The
+// hand-off itself is the one "handoff" times: the holder releases while the waiter, in the
+// other process, is blocked in acquire; from the stamp before release() to the stamp after the
+// waiter's acquire resolved.
+import type { ContenderName } from '../contenders/types.js';
+import { overlaps, latency, round, type Interval } from '../stats.js';
+import { sleep, type InterleavedContext, type InterleavedScenario, type Outcome } from './common.js';
+
+/** The pair this scenario times: latchkey's lock and the floor its hand-off target names. */
+const PAIR: readonly ContenderName[] = ['latchkey', 'floor-pubsub'];
+
+/** Rounds and block size: 500 (full) or 100 (quick) hand-offs per contender, after a warm-up. */
+function sizes(quick: boolean): { warmupRounds: number; rounds: number; block: number; settleMs: number } {
+  return quick
+    ? { warmupRounds: 1, rounds: 10, block: 10, settleMs: 15 }
+    : { warmupRounds: 2, rounds: 25, block: 20, settleMs: 25 };
+}
+
+interface PairState {
+  readonly name: ContenderName;
+  readonly key: string;
+  readonly handoffs: number[];
+  readonly intervals: Interval[];
+  error: string | undefined;
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? (error.message.split('\n')[0] ?? error.message) : String(error);
+}
+
+export const handoffPaired: InterleavedScenario = {
+  names: ['handoff-paired'],
+  processes: 2,
+  async run(context: InterleavedContext) {
+    const [holder, waiter] = context.workers;
+    if (holder === undefined || waiter === undefined) throw new Error('need two workers');
+    const { warmupRounds, rounds, block, settleMs } = sizes(context.quick);
+    const outcomes: Record<string, Outcome> = {};
+    const states: PairState[] = [];
+    for (const adapter of context.adapters) {
+      if (!PAIR.includes(adapter.name)) {
+        outcomes[adapter.name] = {
+          status: 'skipped',
+          reason: 'times latchkey and floor-pubsub only; every contender has the handoff scenario',
+        };
+        continue;
+      }
+      states.push({
+        name: adapter.name,
+        key: `${context.keyPrefix(adapter.name)}:handoff-paired`,
+        handoffs: [],
+        intervals: [],
+        error: undefined,
+      });
+    }
+    if (states.length < PAIR.length) {
+      for (const state of states)
+        outcomes[state.name] = { status: 'skipped', reason: 'needs both latchkey and floor-pubsub' };
+      return { 'handoff-paired': outcomes };
+    }
+    const sessionOf = (state: PairState, role: 'holder' | 'waiter'): string => `hp-${role}-${state.name}`;
+    const unhandled = async (): Promise<number> =>
+      (await holder.call<number>({ op: 'unhandled' })) + (await waiter.call<number>({ op: 'unhandled' }));
+    const before = await unhandled();
+    try {
+      for (const state of states) {
+        for (const [worker, role] of [
+          [holder, 'holder'],
+          [waiter, 'waiter'],
+        ] as const) {
+          await worker.call({
+            op: 'connect',
+            session: sessionOf(state, role),
+            contender: state.name,
+            url: context.redis.url,
+            name: `bench-${sessionOf(state, role)}`,
+          });
+        }
+      }
+      for (let r = 0; r < warmupRounds + rounds; r += 1) {
+        for (let k = 0; k < states.length; k += 1) {
+          const state = states[(r + k) % states.length];
+          if (state === undefined || state.error !== undefined) continue;
+          try {
+            for (let i = 0; i < block; i += 1) {
+              await holder.call({ op: 'handoff.hold', session: sessionOf(state, 'holder'), key: state.key });
+              const calling = waiter.next((event) => event.event === 'calling', 30_000);
+              const waited = waiter.call<number>(
+                { op: 'handoff.wait', session: sessionOf(state, 'waiter'), key: state.key },
+                120_000,
+              );
+              await calling;
+              await sleep(settleMs);
+              const [held, releasing] = await holder.call<[number, number]>({ op: 'handoff.release' });
+              const acquired = await waited;
+              const [waiterHeld, waiterReleasing] = await waiter.call<[number, number]>({
+                op: 'handoff.release',
+              });
+              state.intervals.push([held, releasing], [waiterHeld, waiterReleasing]);
+              if (r >= warmupRounds) state.handoffs.push(acquired - releasing);
+            }
+          } catch (error) {
+            state.error = message(error);
+          }
+        }
+      }
+    } finally {
+      for (const state of states) {
+        await holder.call({ op: 'disconnect', session: sessionOf(state, 'holder') }).catch(() => undefined);
+        await waiter.call({ op: 'disconnect', session: sessionOf(state, 'waiter') }).catch(() => undefined);
+      }
+    }
+    const leftUnhandled = (await unhandled()) - before;
+    for (const state of states) {
+      const summary = latency(state.handoffs);
+      const metrics = {
+        p50Ms: round(summary.p50Ms, 4),
+        p90Ms: round(summary.p90Ms, 4),
+        p99Ms: round(summary.p99Ms, 4),
+        maxMs: round(summary.maxMs, 3),
+        handoffs: state.handoffs.length,
+      };
+      const overlapping = overlaps(state.intervals);
+      outcomes[state.name] =
+        state.error !== undefined
+          ? { status: 'failed', reason: `error: ${state.error}`, metrics }
+          : overlapping > 0
+            ? {
+                status: 'failed',
+                reason: `mutual exclusion violated: ${overlapping} overlapping holds`,
+                metrics,
+              }
+            : leftUnhandled > 0
+              ? {
+                  status: 'failed',
+                  reason: `${leftUnhandled} unhandled rejection(s) in the pair's run`,
+                  metrics,
+                }
+              : { status: 'ok', metrics };
+    }
+    return { 'handoff-paired': outcomes };
+  },
+};
