@@ -199,7 +199,12 @@ export class Acquirer {
       let outcome = await this.#attemptCall(call);
       if (outcome.hold !== undefined) {
         acquired = true;
-        return await this.#toLease(this.#newLease(newLease, outcome.hold, outcome.proof), startedAt, signal);
+        const handed = this.#toLease(
+          this.#newLease(newLease, outcome.hold, outcome.proof),
+          startedAt,
+          signal,
+        );
+        return handed instanceof Promise ? await handed : handed;
       }
       if (waitMs === 0) return noLease(call);
       if (queue) call.ticket ??= new Ticket(target, field, ttlMs, this.#settings.grantChannel);
@@ -253,22 +258,24 @@ export class Acquirer {
           const granted = this.#takeGrant(call, call.ticket);
           if (granted !== undefined) {
             acquired = true;
-            return await this.#toLease(
+            const handed = this.#toLease(
               this.#newLease(newLease, granted.hold, granted.proof),
               startedAt,
               signal,
             );
+            return handed instanceof Promise ? await handed : handed;
           }
         }
         const generation = waiter.generation;
         outcome = await this.#attemptCall(call);
         if (outcome.hold !== undefined) {
           acquired = true;
-          return await this.#toLease(
+          const handed = this.#toLease(
             this.#newLease(newLease, outcome.hold, outcome.proof),
             startedAt,
             signal,
           );
+          return handed instanceof Promise ? await handed : handed;
         }
         expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
         if (poll !== undefined) pollMs = Math.min(poll.maxMs, pollMs * 2);
@@ -380,14 +387,27 @@ export class Acquirer {
     }
   }
 
-  /** Hands the lease out, unless the caller gave up meanwhile: then gives it straight back. */
-  async #toLease<L extends Lease>(lease: L, startedAt: number, signal: AbortSignal | undefined): Promise<L> {
-    if (this.#settings.isClosed() || signal?.aborted === true) {
-      // Granted after the caller gave up: hand the lock straight back.
-      await lease.release().catch(() => undefined);
-      this.#settings.assertOpen();
-      signal?.throwIfAborted();
-    }
+  /**
+   * Hands the lease out, unless the caller gave up meanwhile: then gives it straight back. The
+   * lease itself, not a promise of it, in the usual case: the call resolves without another turn.
+   */
+  #toLease<L extends Lease>(lease: L, startedAt: number, signal: AbortSignal | undefined): L | Promise<L> {
+    if (this.#settings.isClosed() || signal?.aborted === true)
+      return this.#giveBack(lease, startedAt, signal);
+    this.#acquired(lease, startedAt);
+    return lease;
+  }
+
+  /** Granted after the caller gave up: hands the lock straight back and rejects. */
+  async #giveBack<L extends Lease>(lease: L, startedAt: number, signal: AbortSignal | undefined): Promise<L> {
+    await lease.release().catch(() => undefined);
+    this.#settings.assertOpen();
+    signal?.throwIfAborted();
+    this.#acquired(lease, startedAt);
+    return lease;
+  }
+
+  #acquired(lease: Lease, startedAt: number): void {
     if (this.#events.listening('acquired')) {
       this.#events.emit('acquired', {
         name: lease.name,
@@ -396,7 +416,6 @@ export class Acquirer {
         waitedMs: performance.now() - startedAt,
       });
     }
-    return lease;
   }
 
   /**

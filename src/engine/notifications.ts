@@ -205,6 +205,8 @@ export class Notifications {
   /** @internal The bounds of every wait of this client's waiters. */
   readonly timers = new WaitTimers();
   #subscriber: Promise<Subscriber> | undefined;
+  /** The subscriber connection once opened: refs and unrefs need no turn of the event loop. */
+  #connectedSubscriber: Subscriber | undefined;
   /**
    * Waiters of every channel. The subscriber connection keeps the process alive only while
    * one waits: an idle subscription (lingering, or the grant channel) never does, so a process
@@ -341,6 +343,7 @@ export class Notifications {
     this.timers.clear();
     const subscriber = this.#subscriber;
     this.#subscriber = undefined;
+    this.#connectedSubscriber = undefined;
     if (subscriber === undefined) return;
     const destroyed = subscriber.then(
       (client) => client.destroy(),
@@ -369,6 +372,12 @@ export class Notifications {
 
   /** Refs the subscriber's socket while anyone waits, unrefs it otherwise (once connected). */
   #holdProcess(): void {
+    const connected = this.#connectedSubscriber;
+    if (connected !== undefined) {
+      if (this.#waiting > 0) connected.ref();
+      else connected.unref();
+      return;
+    }
     this.#subscriber
       ?.then((subscriber) => {
         if (this.#waiting > 0) subscriber.ref();
@@ -379,7 +388,14 @@ export class Notifications {
 
   async #connected(): Promise<Subscriber> {
     if (this.#subscriber === undefined) {
-      this.#subscriber = this.#host.connect();
+      const connecting = this.#host.connect();
+      this.#subscriber = connecting;
+      connecting.then(
+        (subscriber) => {
+          if (this.#subscriber === connecting) this.#connectedSubscriber = subscriber;
+        },
+        () => undefined,
+      );
       this.#holdProcess();
     }
     try {
