@@ -301,6 +301,8 @@ async function main(): Promise<void> {
           await flushIfOwned(redis);
           const scenarioStart = Date.now();
           let outcomes: Record<string, Outcome>;
+          // Only what this scenario leaves unhandled is reported with it.
+          await Promise.all(workers.map((worker) => worker.call({ op: 'unhandledReasons' })));
           try {
             outcomes = await scenario.run({
               redis,
@@ -317,10 +319,34 @@ async function main(): Promise<void> {
               scenario.names.map((n) => [n, { status: 'failed' as const, reason: why }]),
             );
           }
+          const failed = Object.values(outcomes).some((outcome) => outcome.status === 'failed');
+          if (failed) {
+            // Say what the rejections were, and give the next scenario fresh processes: whatever
+            // a failed run left behind (sessions, timers) must not fail the scenarios after it.
+            const seen = await Promise.all(
+              workers.map((worker) => worker.call<string[]>({ op: 'unhandledReasons' }).catch(() => [])),
+            );
+            const first = [...new Set(seen.flat())].slice(0, 3);
+            if (first.length > 0) {
+              outcomes = Object.fromEntries(
+                Object.entries(outcomes).map(([scenarioName, outcome]): [string, Outcome] => [
+                  scenarioName,
+                  outcome.status === 'failed' && outcome.reason.includes('unhandled rejection')
+                    ? { ...outcome, reason: `${outcome.reason}; first: ${first.join(' | ')}` }
+                    : outcome,
+                ]),
+              );
+            }
+          }
           for (const [scenarioName, outcome] of Object.entries(outcomes)) {
             if (wanted(scenarioName)) show(scenarioName, name, outcome);
           }
           console.log(`  (${scenario.names.join(', ')}: ${seconds(scenarioStart)})`);
+          if (failed && scenario !== runnable[runnable.length - 1]) {
+            await Promise.all(workers.map((worker) => worker.stop()));
+            workers = await spawnWorkers(PROCESSES, clockBase, true);
+            console.log('  (workers restarted after a failed scenario)');
+          }
         }
       } finally {
         // A quick run hands the pool on to the next contender of the same library (latchkey's

@@ -8,12 +8,25 @@ const sessions = new Map<string, Session>();
 let unhandled = 0;
 const goWaiters: (() => void)[] = [];
 
-process.on('unhandledRejection', () => {
+/** The first few distinct messages of unhandled rejections since they were last taken. */
+const reasons: string[] = [];
+const REASONS_KEPT = 3;
+
+process.on('unhandledRejection', (error: unknown) => {
   unhandled += 1;
+  if (reasons.length >= REASONS_KEPT) return;
+  const text =
+    error instanceof Error ? `${error.name}: ${error.message.split('\n')[0] ?? ''}` : String(error);
+  if (!reasons.includes(text)) reasons.push(text.slice(0, 200));
 });
 
 export function unhandledCount(): number {
   return unhandled;
+}
+
+/** The messages kept since the last call (see `reasons`), and forgets them. */
+export function takeUnhandledReasons(): string[] {
+  return reasons.splice(0);
 }
 
 export function emit(event: WorkerEvent): void {

@@ -8,7 +8,15 @@ import { reentryOps } from './scenarios/reentry.js';
 import { scalingOps } from './scenarios/scaling.js';
 import { uncontendedOps } from './scenarios/uncontended.js';
 import type { WorkerOps } from './scenarios/common.js';
-import { closeAll, closeSession, emit, go, openSession, unhandledCount } from './worker-state.js';
+import {
+  closeAll,
+  closeSession,
+  emit,
+  go,
+  openSession,
+  takeUnhandledReasons,
+  unhandledCount,
+} from './worker-state.js';
 
 const baseOps: WorkerOps = {
   async connect(args) {
@@ -28,6 +36,9 @@ const baseOps: WorkerOps = {
   },
   unhandled() {
     return Promise.resolve(unhandledCount());
+  },
+  unhandledReasons() {
+    return Promise.resolve(takeUnhandledReasons());
   },
   async exit() {
     await closeAll();
