@@ -36,6 +36,10 @@ let holderSession = '';
 let holds: Held[] = [];
 let waits: Promise<unknown>[] = [];
 
+function isHeld(value: unknown): value is Held {
+  return typeof value === 'object' && value !== null && typeof (value as Held).release === 'function';
+}
+
 export const manyKeysOps: WorkerOps = {
   async 'manyKeys.hold'(args) {
     holderSession = str(args, 'session');
@@ -52,7 +56,7 @@ export const manyKeysOps: WorkerOps = {
     const count = num(args, 'count');
     waits = [];
     for (let i = 0; i < count; i += 1) {
-      // Ends in a rejection when the session closes under it; that is expected here.
+      // A library that gives up at its defaults rejects; that is expected here.
       waits.push(waiter.acquire(`${prefix}:${i}`).catch(() => undefined));
       if (i % 500 === 499) await sleep(1);
     }
@@ -77,6 +81,20 @@ export const manyKeysOps: WorkerOps = {
     // The holds and pending waits stay referenced until here, so GC cannot take them.
     const heap = heapAfterGc() - heapBefore;
     return Promise.resolve(holds.length > 0 ? [heapHeld - heapBefore, heap] : [0, 0]);
+  },
+  /**
+   * Winds down as an application would, so no library is left renewing or waiting over a session
+   * about to close: gives every hold back, lets each waiter take its lock (within `waitMs`), and
+   * gives those back too. Failures are ignored: the measuring is over.
+   */
+  async 'manyKeys.release'(args) {
+    const release = (held: unknown): Promise<unknown> =>
+      isHeld(held) ? held.release().catch(() => undefined) : Promise.resolve();
+    await inBatches(holds.length, 200, (i) => release(holds[i]));
+    const settled = Promise.all(waits);
+    const acquired = await Promise.race([settled, sleep(num(args, 'waitMs')).then(() => undefined)]);
+    if (acquired !== undefined) await inBatches(acquired.length, 200, (i) => release(acquired[i]));
+    return null;
   },
   async 'manyKeys.end'() {
     holds = [];
@@ -171,6 +189,8 @@ async function runSize(context: RunContext, count: number, waiters: boolean): Pr
     const cost = costSince(costBefore, await serverCost(context.redis.admin));
     const lost = await worker.call<number | null>({ op: 'manyKeys.lost' });
     const [holderHeap, heap] = await worker.call<[number, number]>({ op: 'manyKeys.heap' });
+    // Holds released, waiters served and released, then the sessions close.
+    await worker.call({ op: 'manyKeys.release', waitMs: 60_000 }, 300_000);
     await worker.call({ op: 'manyKeys.end' });
     if (waiters) await disconnect(worker, 'many-waiter');
     await disconnect(worker, 'many-holder');
