@@ -9,7 +9,8 @@
 // waiter's acquire resolved.
 import type { ContenderName } from '../contenders/types.js';
 import { overlaps, latency, round, type Interval } from '../stats.js';
-import { sleep, type InterleavedContext, type InterleavedScenario, type Outcome } from './common.js';
+import { type InterleavedContext, type InterleavedScenario, type Outcome } from './common.js';
+import { oneHandoff } from './handoff.js';
 
 /** The pair this scenario times: latchkey's lock and the floor its hand-off target names. */
 const PAIR: readonly ContenderName[] = ['latchkey', 'floor-pubsub'];
@@ -88,21 +89,15 @@ export const handoffPaired: InterleavedScenario = {
           if (state === undefined || state.error !== undefined) continue;
           try {
             for (let i = 0; i < block; i += 1) {
-              await holder.call({ op: 'handoff.hold', session: sessionOf(state, 'holder'), key: state.key });
-              const calling = waiter.next((event) => event.event === 'calling', 30_000);
-              const waited = waiter.call<number>(
-                { op: 'handoff.wait', session: sessionOf(state, 'waiter'), key: state.key },
-                120_000,
+              const one = await oneHandoff(
+                holder,
+                waiter,
+                { holder: sessionOf(state, 'holder'), waiter: sessionOf(state, 'waiter') },
+                state.key,
+                settleMs,
               );
-              await calling;
-              await sleep(settleMs);
-              const [held, releasing] = await holder.call<[number, number]>({ op: 'handoff.release' });
-              const acquired = await waited;
-              const [waiterHeld, waiterReleasing] = await waiter.call<[number, number]>({
-                op: 'handoff.release',
-              });
-              state.intervals.push([held, releasing], [waiterHeld, waiterReleasing]);
-              if (r >= warmupRounds) state.handoffs.push(acquired - releasing);
+              state.intervals.push(...one.intervals);
+              if (r >= warmupRounds) state.handoffs.push(one.handoffNs);
             }
           } catch (error) {
             state.error = message(error);

@@ -2,7 +2,7 @@
 // acquire; measured from just before release() is called to just after the waiter's acquire
 // resolves, on the machine's monotonic clock (one clock for both processes).
 import type { Held } from '../contenders/types.js';
-import { nowNs } from '../ipc.js';
+import { nowNs, type WorkerHandle } from '../ipc.js';
 import { latency, overlaps, round, type Interval } from '../stats.js';
 import { emit, session } from '../worker-state.js';
 import {
@@ -46,6 +46,36 @@ export const handoffOps: WorkerOps = {
 };
 
 /**
+ * One hand-off between the holder's and the waiter's sessions on `key`: the holder takes the
+ * lock, the waiter calls acquire and is given `settleMs` to be blocked, the holder releases.
+ * Returns the hand-off (ns) and both holds' [start, release called] stamps.
+ */
+export async function oneHandoff(
+  holder: WorkerHandle,
+  waiter: WorkerHandle,
+  sessions: { readonly holder: string; readonly waiter: string },
+  key: string,
+  settleMs: number,
+): Promise<{ readonly handoffNs: number; readonly intervals: readonly Interval[] }> {
+  await holder.call({ op: 'handoff.hold', session: sessions.holder, key });
+  const calling = waiter.next((event) => event.event === 'calling', 30_000);
+  const waited = waiter.call<number>({ op: 'handoff.wait', session: sessions.waiter, key }, 120_000);
+  await calling;
+  // Give the waiter time to be truly blocked (its first attempt answered, subscribed).
+  await sleep(settleMs);
+  const [held, releasing] = await holder.call<[number, number]>({ op: 'handoff.release' });
+  const acquired = await waited;
+  const [waiterHeld, waiterReleasing] = await waiter.call<[number, number]>({ op: 'handoff.release' });
+  return {
+    handoffNs: acquired - releasing,
+    intervals: [
+      [held, releasing],
+      [waiterHeld, waiterReleasing],
+    ],
+  };
+}
+
+/**
  * How long the waiter gets, after it reports calling acquire, to be blocked (its first attempt
  * answered, subscribed): a few ms unloaded; the quick run, done 200+ times per contender, gives
  * less margin.
@@ -76,19 +106,16 @@ export const handoff: Scenario = {
     let slowest = 0;
     try {
       while (handoffs.length < target && Date.now() - startedAt < capMs) {
-        await holder.call({ op: 'handoff.hold', session: 'handoff-holder', key });
-        const calling = waiter.next((event) => event.event === 'calling', 30_000);
-        const waited = waiter.call<number>({ op: 'handoff.wait', session: 'handoff-waiter', key }, 120_000);
-        await calling;
-        // Give the waiter time to be truly blocked (its first attempt answered, subscribed).
-        await sleep(context.quick ? SETTLE_MS.quick : SETTLE_MS.full);
-        const [held, releasing] = await holder.call<[number, number]>({ op: 'handoff.release' });
-        intervals.push([held, releasing]);
-        const acquired = await waited;
-        handoffs.push(acquired - releasing);
-        slowest = Math.max(slowest, acquired - releasing);
-        const [waiterHeld, waiterReleasing] = await waiter.call<[number, number]>({ op: 'handoff.release' });
-        intervals.push([waiterHeld, waiterReleasing]);
+        const one = await oneHandoff(
+          holder,
+          waiter,
+          { holder: 'handoff-holder', waiter: 'handoff-waiter' },
+          key,
+          context.quick ? SETTLE_MS.quick : SETTLE_MS.full,
+        );
+        intervals.push(...one.intervals);
+        handoffs.push(one.handoffNs);
+        slowest = Math.max(slowest, one.handoffNs);
       }
     } finally {
       await disconnect(holder, 'handoff-holder');
