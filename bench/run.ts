@@ -188,8 +188,9 @@ async function main(): Promise<void> {
     const env = await environment(server.get('redis_version') ?? 'unknown', cli.quick, redis.spawned);
     const partial = cli.only.length < CONTENDER_NAMES.length || cli.scenarios !== undefined;
     const results = (partial ? previous(cli.out, cli.quick) : undefined) ?? emptyResults(env);
+    // A partial rerun keeps what the harness noted of the run it merges into (its duration).
     const keptNotes = results.env.notes.filter(
-      (note) => !note.startsWith('harness:') && !env.notes.includes(note),
+      (note) => (partial || !note.startsWith('harness:')) && !env.notes.includes(note),
     );
     results.env = { ...env, notes: [...env.notes, ...keptNotes] };
     if (partial)
@@ -366,7 +367,9 @@ async function main(): Promise<void> {
     if (pool !== undefined) await Promise.all(pool.workers.map((worker) => worker.stop()));
     if (parentUnhandled > 0)
       results.env.notes.push(`harness: ${parentUnhandled} unhandled rejection(s) in the parent`);
-    results.env.notes.push(`harness: run took ${Math.round((Date.now() - started) / 1000)} s`);
+    results.env.notes.push(
+      `harness: ${partial ? 'partial rerun' : 'run'} took ${Math.round((Date.now() - started) / 1000)} s`,
+    );
     mkdirSync(cli.out, { recursive: true });
     writeFileSync(join(cli.out, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
     writeFileSync(join(cli.out, 'latest.md'), renderMarkdown(results));
