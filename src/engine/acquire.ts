@@ -199,11 +199,7 @@ export class Acquirer {
       let outcome = await this.#attemptCall(call);
       if (outcome.hold !== undefined) {
         acquired = true;
-        const handed = this.#toLease(
-          this.#newLease(newLease, outcome.hold, outcome.proof),
-          startedAt,
-          signal,
-        );
+        const handed = this.#handOut(newLease, outcome, startedAt, signal);
         return handed instanceof Promise ? await handed : handed;
       }
       if (waitMs === 0) return noLease(call);
@@ -258,11 +254,7 @@ export class Acquirer {
           const granted = this.#takeGrant(call, call.ticket);
           if (granted !== undefined) {
             acquired = true;
-            const handed = this.#toLease(
-              this.#newLease(newLease, granted.hold, granted.proof),
-              startedAt,
-              signal,
-            );
+            const handed = this.#handOut(newLease, granted, startedAt, signal);
             return handed instanceof Promise ? await handed : handed;
           }
         }
@@ -270,11 +262,7 @@ export class Acquirer {
         outcome = await this.#attemptCall(call);
         if (outcome.hold !== undefined) {
           acquired = true;
-          const handed = this.#toLease(
-            this.#newLease(newLease, outcome.hold, outcome.proof),
-            startedAt,
-            signal,
-          );
+          const handed = this.#handOut(newLease, outcome, startedAt, signal);
           return handed instanceof Promise ? await handed : handed;
         }
         expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
@@ -377,21 +365,24 @@ export class Acquirer {
     }
   }
 
-  /** The kind's lease for a hold just taken; if the kind cannot make one, the hold is given back. */
-  #newLease<L extends Lease>(newLease: LeaseFactory<L>, hold: Hold, proof: string | undefined): L {
+  /**
+   * Hands out the kind's lease for a hold just taken; if the kind cannot make one, the hold is
+   * given back. If the caller gave up meanwhile, the lease goes straight back too. The lease
+   * itself, not a promise of it, in the usual case: the call resolves without another turn.
+   */
+  #handOut<L extends Lease>(
+    newLease: LeaseFactory<L>,
+    taken: { readonly hold: Hold; readonly proof: string | undefined },
+    startedAt: number,
+    signal: AbortSignal | undefined,
+  ): L | Promise<L> {
+    let lease: L;
     try {
-      return newLease(hold, this.#leaseHost, proof);
+      lease = newLease(taken.hold, this.#leaseHost, taken.proof);
     } catch (error) {
-      this.#holds.release(hold).catch(() => undefined);
+      this.#holds.release(taken.hold).catch(() => undefined);
       throw error;
     }
-  }
-
-  /**
-   * Hands the lease out, unless the caller gave up meanwhile: then gives it straight back. The
-   * lease itself, not a promise of it, in the usual case: the call resolves without another turn.
-   */
-  #toLease<L extends Lease>(lease: L, startedAt: number, signal: AbortSignal | undefined): L | Promise<L> {
     if (this.#settings.isClosed() || signal?.aborted === true)
       return this.#giveBack(lease, startedAt, signal);
     this.#acquired(lease, startedAt);
