@@ -15,9 +15,10 @@ const REASONS_KEPT = 3;
 process.on('unhandledRejection', (error: unknown) => {
   unhandled += 1;
   if (reasons.length >= REASONS_KEPT) return;
-  const text =
-    error instanceof Error ? `${error.name}: ${error.message.split('\n')[0] ?? ''}` : String(error);
-  if (!reasons.includes(text)) reasons.push(text.slice(0, 200));
+  const text = (
+    error instanceof Error ? `${error.name}: ${error.message.split('\n')[0] ?? ''}` : String(error)
+  ).slice(0, 200);
+  if (!reasons.includes(text)) reasons.push(text);
 });
 
 export function unhandledCount(): number {
