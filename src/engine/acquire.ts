@@ -8,7 +8,7 @@ import { Hold } from './hold.js';
 import { retryUnreplicated, type Unreplicated } from './replication.js';
 import type { Holds } from './holds.js';
 import type { Lease, LeaseFactory, LeaseHost } from './lease.js';
-import type { Notifications, Waiter } from './notifications.js';
+import type { Notifications, WaitListener, Waiter, WakeReason } from './notifications.js';
 import type { Telemetry } from './telemetry.js';
 import { Ticket } from './ticket.js';
 import type { AcquireOutcome, AcquireRequest, Target } from './types.js';
@@ -40,8 +40,12 @@ type Settled =
   | { readonly hold: Hold; readonly proof: string | undefined }
   | { readonly hold?: undefined; readonly pttl: number };
 
-/** One acquire call's settings and what its attempts leave behind, shared by its steps. */
-class AcquireCall {
+/**
+ * One acquire call: its settings, the state of its wait and what its attempts leave behind,
+ * shared by its steps. While it waits, this is all that is kept of it (with its waiter and
+ * ticket): no suspended function, so a process can keep many waiting at little cost.
+ */
+class AcquireCall implements WaitListener {
   constructor(
     readonly target: Target,
     readonly field: string,
@@ -58,11 +62,45 @@ class AcquireCall {
     readonly throwOnTimeout: boolean,
     /** Its place in the lock's wait queue, for kinds that have one. */
     public ticket: Ticket | undefined,
+    /** Makes the kind's lease (of the caller's lease type, which the call's promise resolves with). */
+    readonly newLease: LeaseFactory<Lease>,
+    /** Monotonic time the caller's call started. */
+    readonly startedAt: number,
+    /** Goes on with the wait after a wake-up (the acquirer's). */
+    readonly resume: (call: AcquireCall, reason: WakeReason) => void,
+    /** Ends the call with an error (the acquirer's). */
+    readonly fail: (call: AcquireCall, error: unknown) => void,
   ) {}
 
   /** An attempt the caller stopped waiting for: what it took must be given back. */
   abandoned: Promise<unknown> | undefined;
+  /** Its place in the local queue of the lock's channel, once it waits. */
+  waiter: Waiter | undefined;
+  /** Whether it ended holding the lock. */
+  acquired = false;
+  /** When the lock is expected to expire, as far as this waiter knows (monotonic). */
+  expiresAt = Number.POSITIVE_INFINITY;
+  /** Bound of the next wait for kinds that poll; grows after each attempt. */
+  pollMs = Number.POSITIVE_INFINITY;
+  /** Whether to try at once rather than wait first. */
+  tryNow = false;
+  /** The waiter's generation when the attempt in flight was sent. */
+  generation = 0;
+  /** Settle the caller's promise. */
+  resolve: (lease: Lease | null) => void = noop;
+  reject: (error: unknown) => void = noop;
+
+  /** See {@link WaitListener}: the wait goes on once the current job is done. */
+  woken(reason: WakeReason): void {
+    queueMicrotask(() => this.resume(this, reason));
+  }
+
+  failed(error: unknown): void {
+    queueMicrotask(() => this.fail(this, error));
+  }
 }
+
+function noop(): void {}
 
 /** An acquire whose wait ran out: null, or a rejection for a caller that wants one. */
 function noLease(call: AcquireCall): null {
@@ -154,7 +192,7 @@ export class Acquirer {
     );
   }
 
-  async #acquire<L extends Lease>(
+  #acquire<L extends Lease>(
     target: Target,
     field: string,
     waitMs: number,
@@ -164,15 +202,7 @@ export class Acquirer {
     throwOnTimeout: boolean,
     startedAt: number,
   ): Promise<L | null> {
-    const deadline = startedAt + waitMs;
     const ttlMs = leaseMs ?? this.#settings.watchdogTimeoutMs;
-    const watchdog = leaseMs === undefined;
-    const protocol = target.protocol;
-    const { poll } = protocol;
-    const queue = protocol.queue !== undefined && this.#settings.handOver;
-    const heartbeatMs = protocol.heartbeatMs ?? Number.POSITIVE_INFINITY;
-    const channel = protocol.waitChannel?.(target, field) ?? target.channel;
-    const notifications = this.#notifications;
     const chain = chainId(target.key, field);
     // Only an acquire that may wait joins the queue, and only once this client listens for
     // hand-overs: a hand-over nobody hears is skipped, so it would be wasted.
@@ -181,34 +211,62 @@ export class Acquirer {
       field,
       chain,
       ttlMs,
-      watchdog,
-      deadline,
+      leaseMs === undefined,
+      startedAt + waitMs,
       waitMs > 0,
       signal,
       throwOnTimeout,
-      queue && waitMs > 0 && notifications.grantsReady
+      this.#queuing(target) && waitMs > 0 && this.#notifications.grantsReady
         ? new Ticket(target, field, ttlMs, this.#settings.grantChannel)
         : undefined,
+      newLease,
+      startedAt,
+      this.#resume,
+      this.#fail,
     );
     this.#queue.begin(chain);
+    // The call resolves with what newLease made: an L.
+    return new Promise<Lease | null>((resolve, reject) => {
+      call.resolve = resolve;
+      call.reject = reject;
+      void this.#start(call);
+    }) as Promise<L | null>;
+  }
 
-    let waiter: Waiter | undefined;
-    let acquired = false;
+  /** Whether waiters of `target`'s kind join its wait queue in Redis on this client. */
+  #queuing(target: Target): boolean {
+    return target.protocol.queue !== undefined && this.#settings.handOver;
+  }
+
+  /**
+   * The first attempt; when the lock is held by another owner and the call may wait, joins the
+   * local queue (and subscribes), then hands over to the wait loop. Never rejects: it settles
+   * the call.
+   */
+  async #start(call: AcquireCall): Promise<void> {
+    const { target, signal, deadline } = call;
+    const protocol = target.protocol;
+    const notifications = this.#notifications;
     try {
+      const channel = protocol.waitChannel?.(target, call.field) ?? target.channel;
       const generationBefore = notifications.generationOf(channel);
-      let outcome = await this.#attemptCall(call);
+      const outcome = await this.#attemptCall(call);
       if (outcome.hold !== undefined) {
-        acquired = true;
-        const handed = this.#handOut(newLease, outcome, startedAt, signal);
-        return handed instanceof Promise ? await handed : handed;
+        this.#handOut(call, outcome);
+        return;
       }
-      if (waitMs === 0) return noLease(call);
-      if (queue) call.ticket ??= new Ticket(target, field, ttlMs, this.#settings.grantChannel);
+      if (!call.waiting) {
+        this.#end(call, noLease(call));
+        return;
+      }
+      const queue = this.#queuing(target);
+      if (queue) call.ticket ??= new Ticket(target, call.field, call.ttlMs, this.#settings.grantChannel);
 
       this.#settings.assertOpen();
       signal?.throwIfAborted();
       const joined = notifications.join(channel, queue, protocol.wakes);
-      waiter = joined.waiter;
+      const waiter = joined.waiter;
+      call.waiter = waiter;
       this.#telemetry.waiting(target, 1);
       if (call.ticket !== undefined) call.ticket.waiter = waiter;
       if (joined.fresh || (queue && !notifications.grantsReady)) {
@@ -220,8 +278,8 @@ export class Acquirer {
       // When the lock is expected to expire, as far as this waiter knows: an expired lock
       // publishes nothing, so the head of the local queue wakes up then. Kinds whose holders may
       // announce nothing also re-check at growing intervals.
-      let expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
-      let pollMs = poll?.minMs ?? Number.POSITIVE_INFINITY;
+      call.expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
+      call.pollMs = protocol.poll?.minMs ?? Number.POSITIVE_INFINITY;
       // A first attempt sent before this client had the channel may have missed an unlock. That
       // message would have woken only the head of the local queue (unless the kind wakes more),
       // and the head is the waiter that subscribed, which tries again once it is confirmed (or,
@@ -230,53 +288,135 @@ export class Acquirer {
         generationBefore === undefined
           ? protocol.wakes !== undefined || waiter.isHead
           : generationBefore !== waiter.generation;
-      let tryNow = joined.fresh || missed || (call.ticket !== undefined && call.ticket.token === undefined);
+      call.tryNow = joined.fresh || missed || (call.ticket !== undefined && call.ticket.token === undefined);
+    } catch (error) {
+      this.#fail(call, error);
+      return;
+    }
+    this.#step(call, undefined);
+  }
+
+  /** Goes on with the wait loop after a wake-up. */
+  readonly #resume = (call: AcquireCall, reason: WakeReason): void => {
+    this.#step(call, reason);
+  };
+
+  /**
+   * The wait loop, from its head or (with `woke`) from the end of a wait: runs until it has to
+   * wait for a wake-up or an attempt, or the call ends. Never throws: it settles the call.
+   */
+  #step(call: AcquireCall, woke: WakeReason | undefined): void {
+    const { signal, deadline, target } = call;
+    const waiter = call.waiter as Waiter;
+    let reason = woke;
+    try {
       for (;;) {
-        if (call.ticket?.granted === undefined && performance.now() >= deadline) return noLease(call);
-        if (!tryNow && call.ticket?.granted === undefined) {
-          const remaining = deadline - performance.now();
-          if (remaining <= 0) return noLease(call);
-          const untilExpiry = expiresAt - performance.now();
-          const bound = Math.min(
-            waiter.isHead ? Math.min(untilExpiry, remaining, pollMs) : remaining,
-            heartbeatMs,
-          );
-          const reason = await waiter.wait(bound, signal);
+        if (reason === undefined) {
+          if (call.ticket?.granted === undefined && performance.now() >= deadline) {
+            this.#end(call, noLease(call));
+            return;
+          }
+          if (!call.tryNow && call.ticket?.granted === undefined) {
+            const remaining = deadline - performance.now();
+            if (remaining <= 0) {
+              this.#end(call, noLease(call));
+              return;
+            }
+            const untilExpiry = call.expiresAt - performance.now();
+            const bound = Math.min(
+              waiter.isHead ? Math.min(untilExpiry, remaining, call.pollMs) : remaining,
+              target.protocol.heartbeatMs ?? Number.POSITIVE_INFINITY,
+            );
+            reason = waiter.waitFor(bound, signal, call);
+            // Waiting: the call's woken() or failed() goes on from here.
+            if (reason === undefined) return;
+          }
+        }
+        if (reason !== undefined) {
+          const ended = reason;
+          reason = undefined;
           this.#settings.assertOpen();
           signal?.throwIfAborted();
           // A new head only starts watching the expiry, unless that is already due.
-          if (reason === 'promoted' && expiresAt > performance.now()) continue;
-          if (reason === 'timeout' && performance.now() >= deadline) return noLease(call);
+          if (ended === 'promoted' && call.expiresAt > performance.now()) continue;
+          if (ended === 'timeout' && performance.now() >= deadline) {
+            this.#end(call, noLease(call));
+            return;
+          }
         }
         // A hand-over heard while this owner has nothing in flight on the lock is taken here,
         // without the operation chain and its promises: the same check an attempt starts with.
-        if (call.ticket?.granted !== undefined && this.#chains.idle(chain) && notifications.grantsReady) {
-          const granted = this.#takeGrant(call, call.ticket);
+        const ticket = call.ticket;
+        if (
+          ticket?.granted !== undefined &&
+          this.#chains.idle(call.chain) &&
+          this.#notifications.grantsReady
+        ) {
+          const granted = this.#takeGrant(call, ticket);
           if (granted !== undefined) {
-            acquired = true;
-            const handed = this.#handOut(newLease, granted, startedAt, signal);
-            return handed instanceof Promise ? await handed : handed;
+            this.#handOut(call, granted);
+            return;
           }
         }
-        const generation = waiter.generation;
-        outcome = await this.#attemptCall(call);
-        if (outcome.hold !== undefined) {
-          acquired = true;
-          const handed = this.#handOut(newLease, outcome, startedAt, signal);
-          return handed instanceof Promise ? await handed : handed;
-        }
-        expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
-        if (poll !== undefined) pollMs = Math.min(poll.maxMs, pollMs * 2);
-        // A message that arrived while the attempt was in flight may be the release it missed.
-        tryNow = waiter.generation !== generation;
+        call.generation = waiter.generation;
+        this.#attemptCall(call).then(
+          (outcome) => this.#attempted(call, outcome),
+          (error: unknown) => this.#fail(call, error),
+        );
+        return;
       }
     } catch (error) {
-      if (signal?.aborted === true && error === signal.reason) throw error;
-      throw redisError(error, `waiting for lock "${target.name}"`);
-    } finally {
-      const cleanUp = this.#finish(call, waiter, acquired);
-      if (cleanUp !== undefined) await cleanUp;
+      this.#fail(call, error);
     }
+  }
+
+  /** An attempt of the wait loop came back. */
+  #attempted(call: AcquireCall, outcome: Settled): void {
+    try {
+      if (outcome.hold !== undefined) {
+        this.#handOut(call, outcome);
+        return;
+      }
+      call.expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
+      const poll = call.target.protocol.poll;
+      if (poll !== undefined) call.pollMs = Math.min(poll.maxMs, call.pollMs * 2);
+      // A message that arrived while the attempt was in flight may be the release it missed.
+      call.tryNow = (call.waiter as Waiter).generation !== call.generation;
+    } catch (error) {
+      this.#fail(call, error);
+      return;
+    }
+    this.#step(call, undefined);
+  }
+
+  /** Ends the call with `error`: the abort's reason as it is, anything else as a lock error. */
+  readonly #fail = (call: AcquireCall, error: unknown): void => {
+    const { signal } = call;
+    const failure =
+      signal?.aborted === true && error === signal.reason
+        ? error
+        : redisError(error, `waiting for lock "${call.target.name}"`);
+    this.#end(call, undefined, true, failure);
+  };
+
+  /**
+   * Ends the call: cleans up (see {@link Acquirer.#finish}), then resolves with `lease` or, if
+   * `failed`, rejects with `failure`.
+   */
+  #end(call: AcquireCall, lease: Lease | null | undefined, failed = false, failure?: unknown): void {
+    let cleanUp: Promise<unknown> | undefined;
+    try {
+      cleanUp = this.#finish(call);
+    } catch (error) {
+      // Not expected: the clean-up's own steps do not throw. The caller still hears of the call.
+      this.#events.error(redisError(error, `ending an acquire of lock "${call.target.name}"`) as Error);
+    }
+    const settle = (): void => {
+      if (failed) call.reject(failure);
+      else call.resolve(lease ?? null);
+    };
+    if (cleanUp === undefined) settle();
+    else void cleanUp.then(settle, settle);
   }
 
   /**
@@ -284,8 +424,8 @@ export class Acquirer {
    * up, the wait queue in Redis and whatever an abandoned attempt took. Returns the clean-up the
    * call waits for, if any.
    */
-  #finish(call: AcquireCall, waiter: Waiter | undefined, acquired: boolean): Promise<unknown> | undefined {
-    const { target, field, chain, signal, deadline } = call;
+  #finish(call: AcquireCall): Promise<unknown> | undefined {
+    const { target, field, chain, signal, deadline, waiter, acquired } = call;
     const protocol = target.protocol;
     this.#queue.end(chain);
     if (waiter !== undefined) {
@@ -366,27 +506,28 @@ export class Acquirer {
   }
 
   /**
-   * Hands out the kind's lease for a hold just taken; if the kind cannot make one, the hold is
-   * given back. If the caller gave up meanwhile, the lease goes straight back too. The lease
-   * itself, not a promise of it, in the usual case: the call resolves without another turn.
+   * Ends the call with the kind's lease for a hold just taken; if the kind cannot make one, the
+   * hold is given back. If the caller gave up meanwhile, the lease goes straight back too.
    */
-  #handOut<L extends Lease>(
-    newLease: LeaseFactory<L>,
-    taken: { readonly hold: Hold; readonly proof: string | undefined },
-    startedAt: number,
-    signal: AbortSignal | undefined,
-  ): L | Promise<L> {
-    let lease: L;
+  #handOut(call: AcquireCall, taken: { readonly hold: Hold; readonly proof: string | undefined }): void {
+    const { signal, startedAt } = call;
+    call.acquired = true;
+    let lease: Lease;
     try {
-      lease = newLease(taken.hold, this.#leaseHost, taken.proof);
+      lease = call.newLease(taken.hold, this.#leaseHost, taken.proof);
     } catch (error) {
       this.#holds.release(taken.hold).catch(() => undefined);
       throw error;
     }
-    if (this.#settings.isClosed() || signal?.aborted === true)
-      return this.#giveBack(lease, startedAt, signal);
+    if (this.#settings.isClosed() || signal?.aborted === true) {
+      this.#giveBack(lease, startedAt, signal).then(
+        (given) => this.#end(call, given),
+        (error: unknown) => this.#fail(call, error),
+      );
+      return;
+    }
     this.#acquired(lease, startedAt);
-    return lease;
+    this.#end(call, lease);
   }
 
   /** Granted after the caller gave up: hands the lock straight back and rejects. */

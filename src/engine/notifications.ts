@@ -2,6 +2,11 @@ import type { Subscriber } from '../redis/connection.js';
 import { unwatchAbort, watchAbort, within, type AbortWatcher } from './timing.js';
 import { WaitTimers, type TimedOut, type WaitTimer } from './wait-timers.js';
 
+/** The `ready` of every channel whose subscription is confirmed. */
+const SUBSCRIBED: Promise<void> = Promise.resolve();
+
+function noop(): void {}
+
 /** How long close() waits for a subscriber connection that is still being opened. */
 const CLOSE_WAIT_MS = 100;
 
@@ -14,6 +19,16 @@ const CLOSE_WAIT_MS = 100;
 export type WakeReason = 'attempt' | 'promoted' | 'timeout';
 
 /**
+ * Told how a wait of a {@link Waiter} ended: `woken` with the reason, or `failed` on abort and when
+ * the subscriptions close. Called synchronously, from whatever ended the wait (a message, a timer,
+ * another waiter leaving): a listener that does more than note it defers that work. @internal
+ */
+export interface WaitListener {
+  woken(reason: WakeReason): void;
+  failed(error: unknown): void;
+}
+
+/**
  * One local waiter in a lock's queue. Only the head of the queue is woken by an unlock
  * message, so a release wakes one waiter of this process, not the herd; a hand-over wakes the
  * waiter it was meant for.
@@ -24,8 +39,7 @@ export class Waiter implements TimedOut, AbortWatcher {
   #pending: WakeReason | undefined;
   // The wait in progress, if any. Kept in fields rather than closures: a process may have
   // tens of thousands of waiters, and each closure and context costs heap.
-  #resolve: ((reason: WakeReason) => void) | undefined;
-  #reject: ((error: unknown) => void) | undefined;
+  #listener: WaitListener | undefined;
   #timer: WaitTimer | undefined;
   #signal: AbortSignal | undefined;
   /** Whether the wait in progress ends on a wake-up (`wait`) or only on its own terms (`untilReady`). */
@@ -44,20 +58,20 @@ export class Waiter implements TimedOut, AbortWatcher {
    * subscribing failed, with `signal.reason` on abort, and when the subscriptions close.
    */
   untilReady(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    const waiting = this.#until(ms, signal, false);
-    const resolve = this.#resolve;
-    if (resolve !== undefined) {
+    return new Promise<void>((resolve, reject) => {
+      const listener: WaitListener = { woken: () => resolve(), failed: reject };
+      this.#until(ms, signal, false, listener);
+      if (this.#listener !== listener) return;
       // Only this wait: a later one is not ended by a subscription that settles late.
       this.#channel.ready.then(
         () => {
-          if (this.#resolve === resolve) this.#settle('attempt');
+          if (this.#listener === listener) this.#settle('attempt');
         },
         (error: unknown) => {
-          if (this.#resolve === resolve) this.#fail(error);
+          if (this.#listener === listener) this.#fail(error);
         },
       );
-    }
-    return waiting.then(() => undefined);
+    });
   }
 
   /** Count of unlock messages seen on this channel; a change means "try again". */
@@ -83,10 +97,27 @@ export class Waiter implements TimedOut, AbortWatcher {
       this.#pending = undefined;
       return Promise.resolve(pending);
     }
-    return this.#until(ms, signal, true);
+    return new Promise<WakeReason>((resolve, reject) => {
+      this.#until(ms, signal, true, { woken: resolve, failed: reject });
+    });
   }
 
-  /** @internal The subscriptions closed: the wait in progress rejects with `error`. */
+  /**
+   * {@link Waiter.wait} without a promise: returns a wake-up already pending, or starts the wait
+   * and returns undefined, `listener` being told how it ends. Throws `signal.reason` if the
+   * signal aborted, and when the subscriptions are closed.
+   */
+  waitFor(ms: number, signal: AbortSignal | undefined, listener: WaitListener): WakeReason | undefined {
+    const pending = this.#pending;
+    if (pending !== undefined) {
+      this.#pending = undefined;
+      return pending;
+    }
+    this.#until(ms, signal, true, listener);
+    return undefined;
+  }
+
+  /** @internal The subscriptions closed: the wait in progress fails with `error`. */
   closed(error: Error): void {
     this.#fail(error);
   }
@@ -103,45 +134,47 @@ export class Waiter implements TimedOut, AbortWatcher {
   }
 
   /**
-   * Resolves after `ms` (never, for Infinity) with `timeout`, or when settled; with `wakeable`,
-   * a wake-up settles it too. Rejects on abort and when the subscriptions close. Cleans up
-   * whichever way it ends.
+   * Starts a wait that ends with `timeout` after `ms` (never, for Infinity), or when settled;
+   * with `wakeable`, a wake-up settles it too. It fails on abort and when the subscriptions
+   * close; if either happened already, `listener` is told at once. Cleans up whichever way it ends.
    */
-  #until(ms: number, signal: AbortSignal | undefined, wakeable: boolean): Promise<WakeReason> {
+  #until(ms: number, signal: AbortSignal | undefined, wakeable: boolean, listener: WaitListener): void {
     // A signal that aborted already fires no 'abort' event.
-    if (signal?.aborted === true) return Promise.reject(signal.reason);
+    if (signal?.aborted === true) {
+      listener.failed(signal.reason);
+      return;
+    }
     // Closed while this waiter's last attempt was in flight: the close has told its waiters
     // already, and would never tell this one.
-    if (this.#channel.owner.closed) return Promise.reject(this.#channel.owner.closedError());
-    return new Promise<WakeReason>((resolve, reject) => {
-      this.#resolve = resolve;
-      this.#reject = reject;
-      this.#wakeable = wakeable;
-      if (Number.isFinite(ms)) this.#timer = this.#channel.owner.timers.add(this, ms);
-      if (signal !== undefined) {
-        this.#signal = signal;
-        watchAbort(signal, this);
-      }
-    });
+    if (this.#channel.owner.closed) {
+      listener.failed(this.#channel.owner.closedError());
+      return;
+    }
+    this.#listener = listener;
+    this.#wakeable = wakeable;
+    if (Number.isFinite(ms)) this.#timer = this.#channel.owner.timers.add(this, ms);
+    if (signal !== undefined) {
+      this.#signal = signal;
+      watchAbort(signal, this);
+    }
   }
 
   #settle(reason: WakeReason): void {
-    const resolve = this.#resolve;
-    if (resolve === undefined) return;
+    const listener = this.#listener;
+    if (listener === undefined) return;
     this.#cleanUp();
-    resolve(reason);
+    listener.woken(reason);
   }
 
   #fail(error: unknown): void {
-    const reject = this.#reject;
-    if (reject === undefined) return;
+    const listener = this.#listener;
+    if (listener === undefined) return;
     this.#cleanUp();
-    reject(error);
+    listener.failed(error);
   }
 
   #cleanUp(): void {
-    this.#resolve = undefined;
-    this.#reject = undefined;
+    this.#listener = undefined;
     this.#wakeable = false;
     if (this.#timer !== undefined) {
       this.#channel.owner.timers.cancel(this.#timer);
@@ -289,7 +322,13 @@ export class Notifications {
         linger: undefined,
         wakes,
       };
-      state.ready = this.#subscribe(channel);
+      const subscribed = this.#subscribe(channel);
+      state.ready = subscribed;
+      // Once confirmed, the channel keeps a shared settled promise rather than its own.
+      const confirmed = state;
+      subscribed.then(() => {
+        if (confirmed.ready === subscribed) confirmed.ready = SUBSCRIBED;
+      }, noop);
       this.#channels.set(channel, state);
     }
     if (grants && !this.#grantsReady) {
