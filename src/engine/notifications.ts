@@ -209,7 +209,8 @@ interface ChannelState {
   waiters: Waiter[];
   ready: Promise<void>;
   generation: number;
-  linger: NodeJS.Timeout | undefined;
+  /** When the last waiter left (monotonic); undefined while anyone waits. */
+  idleSince: number | undefined;
   /** How many waiters a message wakes; undefined: the first. */
   wakes: ((message: string) => number) | undefined;
 }
@@ -238,7 +239,7 @@ export class Notifications {
   /** @internal The bounds of every wait of this client's waiters. */
   readonly timers = new WaitTimers();
   #subscriber: Promise<Subscriber> | undefined;
-  /** The subscriber connection once opened: refs and unrefs need no turn of the event loop. */
+  /** The subscriber connection once opened: refs and unrefs go to it directly. */
   #connectedSubscriber: Subscriber | undefined;
   /**
    * Waiters of every channel. The subscriber connection keeps the process alive only while
@@ -246,6 +247,14 @@ export class Notifications {
    * that forgot `close()` can still exit.
    */
   #waiting = 0;
+  /** Whether this client last ref'd (rather than unref'd) the connected subscriber's socket. */
+  #refd = false;
+  /** An unref is due once the current job is done, if no one waits by then. */
+  #unrefDue = false;
+  /** Channels no one waits on, the longest idle first; dropped once idle for `lingerMs`. */
+  readonly #idle = new Set<ChannelState>();
+  /** The one timer that drops idle channels, armed while there are any. */
+  #sweep: NodeJS.Timeout | undefined;
   #grants: Promise<void> | undefined;
   #grantsReady = false;
   #closed = false;
@@ -319,7 +328,7 @@ export class Notifications {
         waiters: [],
         ready: Promise.resolve(),
         generation: 0,
-        linger: undefined,
+        idleSince: undefined,
         wakes,
       };
       const subscribed = this.#subscribe(channel);
@@ -337,9 +346,9 @@ export class Notifications {
     // A waiter that stops waiting before the subscription settles must not leave an unhandled
     // rejection behind.
     state.ready.catch(() => undefined);
-    if (state.linger !== undefined) {
-      clearTimeout(state.linger);
-      state.linger = undefined;
+    if (state.idleSince !== undefined) {
+      state.idleSince = undefined;
+      this.#idle.delete(state);
     }
     const waiter = new Waiter(state);
     if (state.waiters.length === 0) state.waiters = [waiter];
@@ -354,9 +363,11 @@ export class Notifications {
     this.#waiting -= 1;
     if (this.#waiting === 0) this.#holdProcess();
     if (state.waiters.length > 0 || this.#closed) return;
-    if (state.linger !== undefined) clearTimeout(state.linger);
-    state.linger = setTimeout(() => this.#drop(state), this.#lingerMs);
-    state.linger.unref();
+    // No timer per channel: one sweep drops the channels idle for lingerMs, and a hand-over
+    // that empties and refills a channel costs no timer call.
+    state.idleSince = performance.now();
+    this.#idle.add(state);
+    this.#sweepSoon();
   }
 
   /**
@@ -375,10 +386,12 @@ export class Notifications {
     this.#grantsReady = false;
     const error = this.#host.closedError();
     for (const state of this.#channels.values()) {
-      if (state.linger !== undefined) clearTimeout(state.linger);
       for (const waiter of [...state.waiters]) waiter.closed(error);
     }
     this.#channels.clear();
+    this.#idle.clear();
+    if (this.#sweep !== undefined) clearTimeout(this.#sweep);
+    this.#sweep = undefined;
     this.timers.clear();
     const subscriber = this.#subscriber;
     this.#subscriber = undefined;
@@ -409,21 +422,57 @@ export class Notifications {
     this.#grantsReady = !this.#closed;
   }
 
-  /** Refs the subscriber's socket while anyone waits, unrefs it otherwise (once connected). */
+  /**
+   * Refs the subscriber's socket while anyone waits, unrefs it otherwise (once connected). The
+   * unref waits until the current job is done: a hand-over, whose waiter leaves just before the
+   * next one may join, makes no socket call on its way to the caller.
+   */
   #holdProcess(): void {
-    const connected = this.#connectedSubscriber;
-    if (connected !== undefined) {
-      if (this.#waiting > 0) connected.ref();
-      else connected.unref();
-      return;
+    if (this.#waiting > 0) {
+      this.#setRef(true);
+    } else if (!this.#unrefDue) {
+      this.#unrefDue = true;
+      setImmediate(this.#unrefIfIdle);
     }
-    this.#subscriber
-      ?.then((subscriber) => {
-        if (this.#waiting > 0) subscriber.ref();
-        else subscriber.unref();
-      })
-      .catch(() => undefined);
   }
+
+  readonly #unrefIfIdle = (): void => {
+    this.#unrefDue = false;
+    if (this.#waiting === 0) this.#setRef(false);
+  };
+
+  /** Until the subscriber is connected, the connection sets where it starts. */
+  #setRef(ref: boolean): void {
+    const connected = this.#connectedSubscriber;
+    if (connected === undefined || this.#refd === ref) return;
+    this.#refd = ref;
+    if (ref) connected.ref();
+    else connected.unref();
+  }
+
+  /** Arms the sweep for the channel idle longest, unless it is armed already. */
+  #sweepSoon(): void {
+    if (this.#sweep !== undefined) return;
+    const first = this.#idle.values().next().value;
+    if (first === undefined) return;
+    const due = (first.idleSince ?? 0) + this.#lingerMs - performance.now();
+    this.#sweep = setTimeout(this.#sweepIdle, Math.max(1, Math.ceil(due)));
+    this.#sweep.unref();
+  }
+
+  /** Drops the channels idle for `lingerMs` or more, then arms the sweep for the next. */
+  readonly #sweepIdle = (): void => {
+    this.#sweep = undefined;
+    const now = performance.now();
+    for (const state of this.#idle) {
+      // Idle longest first: the rest are younger.
+      if (state.idleSince !== undefined && state.idleSince + this.#lingerMs > now) break;
+      this.#idle.delete(state);
+      state.idleSince = undefined;
+      this.#drop(state);
+    }
+    this.#sweepSoon();
+  };
 
   async #connected(): Promise<Subscriber> {
     if (this.#subscriber === undefined) {
@@ -431,11 +480,15 @@ export class Notifications {
       this.#subscriber = connecting;
       connecting.then(
         (subscriber) => {
-          if (this.#subscriber === connecting) this.#connectedSubscriber = subscriber;
+          if (this.#subscriber !== connecting) return;
+          this.#connectedSubscriber = subscriber;
+          // From now on refs and unrefs go straight to it; this one sets where it starts.
+          this.#refd = this.#waiting > 0;
+          if (this.#refd) subscriber.ref();
+          else subscriber.unref();
         },
         () => undefined,
       );
-      this.#holdProcess();
     }
     try {
       return await this.#subscriber;

@@ -290,4 +290,32 @@ describe('waiting for a lock', () => {
     expect(await res.numsub(channel)).toBe(1);
     await lease.release();
   });
+
+  it('keeps a channel whose waiters come back within the linger, and drops each idle channel at its own time', async () => {
+    const prefix = uniquePrefix('waiting-linger-sweep');
+    const [first, second] = [channelOf(`${prefix}sweep:a`), channelOf(`${prefix}sweep:b`)];
+    const holder = await res.lockClient({ keyPrefix: prefix });
+    const held = [await holder.lock('sweep:a').acquire(), await holder.lock('sweep:b').acquire()];
+    const waiter = await res.lockClient({ keyPrefix: prefix, subscriptionLingerMs: 1_000 });
+    const timedOut = { code: 'ACQUIRE_TIMEOUT' };
+
+    const start = performance.now();
+    await expect(waiter.lock('sweep:a').acquire({ waitMs: 50 })).rejects.toMatchObject(timedOut);
+    // The first channel would go about 1 s after that wait; a new wait on it begins before then,
+    // and the second channel's only wait ends about as late as the first's new one begins.
+    await sleep(500 - (performance.now() - start));
+    await Promise.all([
+      expect(waiter.lock('sweep:a').acquire({ waitMs: 600 })).rejects.toMatchObject(timedOut),
+      expect(waiter.lock('sweep:b').acquire({ waitMs: 50 })).rejects.toMatchObject(timedOut),
+    ]);
+    // Past the time the first channel's earlier idle spell would have ended.
+    await sleep(1_300 - (performance.now() - start));
+    expect(await res.numsub(first)).toBe(1);
+    expect(await res.numsub(second)).toBe(1);
+    // The second goes about 1 s after its wait ended; the first about 500 ms later still.
+    await waitUntil('the second channel is dropped', async () => (await res.numsub(second)) === 0, 3_000);
+    expect(await res.numsub(first)).toBe(1);
+    await waitUntil('the first channel is dropped', async () => (await res.numsub(first)) === 0, 3_000);
+    for (const lease of held) await lease.release();
+  });
 });
