@@ -57,13 +57,19 @@ describe('syncReplicas: a failover after unreplicated semaphore and latch writes
         });
         const errors: Error[] = [];
         locks.on('error', (error) => errors.push(error));
+        // Sets the starting values while the replicas are up, waiting as long as a busy machine
+        // needs for their acknowledgement: so they are on every replica. The 100 ms of `locks`
+        // are for the writes the paused replicas cannot acknowledge.
+        const setup = new LockClient(redis, {
+          keyPrefix: `failover:${round}:`,
+          syncReplicas: { count: 1, timeoutMs: 5_000 },
+        });
         try {
           const semaphore = locks.semaphore('permits');
           const latch = locks.countDownLatch('latch');
-          // Set while the replicas are up: acknowledged, so on every replica.
-          expect(await semaphore.trySetPermits(3)).toBe(true);
-          expect(await latch.trySetCount(3)).toBe(true);
-          expect(errors).toEqual([]);
+          expect(await setup.semaphore('permits').trySetPermits(3)).toBe(true);
+          expect(await setup.countDownLatch('latch').trySetCount(3)).toBe(true);
+          await setup.close();
 
           const replicas = await cluster.replicas();
           for (const replica of replicas) replica.pause();
@@ -97,6 +103,7 @@ describe('syncReplicas: a failover after unreplicated semaphore and latch writes
             promoted.destroy();
           }
         } finally {
+          await setup.close();
           await locks.close();
           // Closed already when its master was killed (no reconnect): destroy() then throws.
           if (redis.isOpen) redis.destroy();
