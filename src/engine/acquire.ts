@@ -90,7 +90,10 @@ class AcquireCall implements WaitListener {
   resolve: (lease: Lease | null) => void = noop;
   reject: (error: unknown) => void = noop;
 
-  /** See {@link WaitListener}: the wait goes on once the current job is done. */
+  /**
+   * See {@link WaitListener}: the wait goes on in a microtask, once whatever woke it (a message
+   * handler, a timer, another waiter leaving) has returned, as after an awaited promise.
+   */
   woken(reason: WakeReason): void {
     queueMicrotask(() => this.resume(this, reason));
   }
