@@ -105,6 +105,12 @@ class AcquireCall implements WaitListener {
 
 function noop(): void {}
 
+/** Resolves the call with `lease` or, if `failed`, rejects it with `failure`. */
+function settle(call: AcquireCall, lease: Lease | null | undefined, failed: boolean, failure: unknown): void {
+  if (failed) call.reject(failure);
+  else call.resolve(lease ?? null);
+}
+
 /** An acquire whose wait ran out: null, or a rejection for a caller that wants one. */
 function noLease(call: AcquireCall): null {
   if (call.throwOnTimeout) throw new LockTimeoutError(`Timed out waiting for lock "${call.target.name}"`);
@@ -414,12 +420,12 @@ export class Acquirer {
       // Not expected: the clean-up's own steps do not throw. The caller still hears of the call.
       this.#events.error(redisError(error, `ending an acquire of lock "${call.target.name}"`) as Error);
     }
-    const settle = (): void => {
-      if (failed) call.reject(failure);
-      else call.resolve(lease ?? null);
-    };
-    if (cleanUp === undefined) settle();
-    else void cleanUp.then(settle, settle);
+    if (cleanUp === undefined) {
+      settle(call, lease, failed, failure);
+      return;
+    }
+    const settled = (): void => settle(call, lease, failed, failure);
+    void cleanUp.then(settled, settled);
   }
 
   /**

@@ -209,8 +209,6 @@ interface ChannelState {
   waiters: Waiter[];
   ready: Promise<void>;
   generation: number;
-  /** When the last waiter left (monotonic); undefined while anyone waits. */
-  idleSince: number | undefined;
   /** How many waiters a message wakes; undefined: the first. */
   wakes: ((message: string) => number) | undefined;
 }
@@ -251,8 +249,11 @@ export class Notifications {
   #refd = false;
   /** An unref is due once the current job is done, if no one waits by then. */
   #unrefDue = false;
-  /** Channels no one waits on, the longest idle first; dropped once idle for `lingerMs`. */
-  readonly #idle = new Set<ChannelState>();
+  /**
+   * Channels no one waits on, with the time (monotonic) their last waiter left, the longest idle
+   * first; dropped once idle for `lingerMs`.
+   */
+  readonly #idle = new Map<ChannelState, number>();
   /** The one timer that drops idle channels, armed while there are any. */
   #sweep: NodeJS.Timeout | undefined;
   #grants: Promise<void> | undefined;
@@ -328,7 +329,6 @@ export class Notifications {
         waiters: [],
         ready: Promise.resolve(),
         generation: 0,
-        idleSince: undefined,
         wakes,
       };
       const subscribed = this.#subscribe(channel);
@@ -346,10 +346,7 @@ export class Notifications {
     // A waiter that stops waiting before the subscription settles must not leave an unhandled
     // rejection behind.
     state.ready.catch(() => undefined);
-    if (state.idleSince !== undefined) {
-      state.idleSince = undefined;
-      this.#idle.delete(state);
-    }
+    this.#idle.delete(state);
     const waiter = new Waiter(state);
     if (state.waiters.length === 0) state.waiters = [waiter];
     else state.waiters.push(waiter);
@@ -365,8 +362,7 @@ export class Notifications {
     if (state.waiters.length > 0 || this.#closed) return;
     // No timer per channel: one sweep drops the channels idle for lingerMs, and a hand-over
     // that empties and refills a channel costs no timer call.
-    state.idleSince = performance.now();
-    this.#idle.add(state);
+    this.#idle.set(state, performance.now());
     this.#sweepSoon();
   }
 
@@ -453,9 +449,9 @@ export class Notifications {
   /** Arms the sweep for the channel idle longest, unless it is armed already. */
   #sweepSoon(): void {
     if (this.#sweep !== undefined) return;
-    const first = this.#idle.values().next().value;
-    if (first === undefined) return;
-    const due = (first.idleSince ?? 0) + this.#lingerMs - performance.now();
+    const since = this.#idle.values().next().value;
+    if (since === undefined) return;
+    const due = since + this.#lingerMs - performance.now();
     this.#sweep = setTimeout(this.#sweepIdle, Math.max(1, Math.ceil(due)));
     this.#sweep.unref();
   }
@@ -464,11 +460,10 @@ export class Notifications {
   readonly #sweepIdle = (): void => {
     this.#sweep = undefined;
     const now = performance.now();
-    for (const state of this.#idle) {
+    for (const [state, since] of this.#idle) {
       // Idle longest first: the rest are younger.
-      if (state.idleSince !== undefined && state.idleSince + this.#lingerMs > now) break;
+      if (since + this.#lingerMs > now) break;
       this.#idle.delete(state);
-      state.idleSince = undefined;
       this.#drop(state);
     }
     this.#sweepSoon();

@@ -88,7 +88,7 @@ describe('Sentinel (node-redis createSentinel)', () => {
       const waiterSentinel = await connectSentinel();
       const holder = locksOn(holderSentinel, { watchdogTimeoutMs: 30_000 });
       const waiter = locksOn(waiterSentinel);
-      // Held with a lease longer than the test, then the master dies: the new master has the hold
+      // Held with a lease longer than the failover, then the master dies: the new master has the hold
       // (it was replicated). Only the unlock message on the new master can wake the waiter in
       // time: its subscription must have followed the master.
       const lease = await holder.lock('failover').acquire({ leaseMs: FAILOVER_LEASE_MS });
