@@ -172,8 +172,8 @@ export class Acquirer {
   }
 
   /** See {@link WaitQueue.onGrant}. */
-  onGrant(message: string): void {
-    this.#queue.onGrant(message);
+  get onGrant(): (message: string) => void {
+    return this.#queue.onGrant;
   }
 
   /**

@@ -81,6 +81,19 @@ export class Calls {
   }
 
   /**
+   * What {@link Calls.idempotent} does once its first try failed with `error`: the caller sent
+   * that try itself, with {@link Calls.once} and the command timeout.
+   */
+  retryFailed(
+    error: unknown,
+    call: ScriptCall,
+    keepTrying: (attempt: number) => boolean,
+    until = Number.POSITIVE_INFINITY,
+  ): Promise<unknown> {
+    return this.#retry(error, this.#runOne, call, keepTrying, until, undefined);
+  }
+
+  /**
    * {@link Calls.idempotent} for a write that must reach replicas (`syncReplicas`): each try is
    * the script call with the wait command written right behind it, and resolves with the
    * script's reply and the replicas that acknowledged it. Without `syncReplicas`, the reply and

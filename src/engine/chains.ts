@@ -30,6 +30,19 @@ export class OperationChains {
     return result;
   }
 
+  /**
+   * Makes an operation already under way on an idle chain (see {@link OperationChains.idle}) the
+   * chain's latest: later operations run after it, as if it had been given to `run`.
+   */
+  record<T>(chain: string, result: Promise<T>): Promise<T> {
+    const forget = (): void => {
+      if (this.#tails.get(chain) === tail) this.#tails.delete(chain);
+    };
+    const tail: Promise<void> = result.then(forget, forget);
+    this.#tails.set(chain, tail);
+    return result;
+  }
+
   /** Whether no operation is running or queued on `chain`. */
   idle(chain: string): boolean {
     return !this.#tails.has(chain);

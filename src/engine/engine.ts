@@ -11,9 +11,8 @@ import { Calls, redisError, type Synced } from './calls.js';
 import { waitFor, type Condition } from './condition.js';
 import { OperationChains } from './chains.js';
 import { Events } from './events.js';
-import type { Hold } from './hold.js';
 import { Holds } from './holds.js';
-import type { Lease, LeaseFactory, LeaseHost } from './lease.js';
+import type { Lease, LeaseFactory } from './lease.js';
 import { Notifications } from './notifications.js';
 import { createTelemetry, NO_TELEMETRY, openTelemetry } from './telemetry.js';
 import { Replication, type ReplicationSettings } from './replication.js';
@@ -92,13 +91,12 @@ export class Engine {
       {
         connect: () => this.#connectSubscriber(),
         grantChannel: grants,
-        onGrant: (message) => this.#acquirer.onGrant(message),
+        grantListener: () => this.#acquirer.onGrant,
         onError: (error) => this.#events.error(error),
         closedError: () => new ClientClosedError(),
       },
       settings.subscriptionLingerMs,
     );
-    const leaseHost: LeaseHost = { release: (hold: Hold) => this.#holds.release(hold) };
     this.#acquirer = new Acquirer(
       {
         watchdogTimeoutMs: settings.watchdogTimeoutMs,
@@ -114,7 +112,8 @@ export class Engine {
         holds: this.#holds,
         notifications: this.#notifications,
         events: this.#events,
-        leaseHost,
+        // A lease's release goes straight to the holds.
+        leaseHost: this.#holds,
         telemetry,
       },
     );

@@ -6,12 +6,12 @@ import {
   LockNotOwnedError,
   type LockLostReason,
 } from '../errors.js';
-import { redisError, type Calls } from './calls.js';
+import { redisError, type Calls, type Synced } from './calls.js';
 import type { OperationChains } from './chains.js';
 import { toError, type Events } from './events.js';
 import type { Hold } from './hold.js';
 import type { Telemetry } from './telemetry.js';
-import type { Protocol, Target } from './types.js';
+import type { Protocol, ScriptCall, Target } from './types.js';
 import { Watchdog } from './watchdog.js';
 
 /**
@@ -111,71 +111,159 @@ export class Holds {
       // The last hold is going: renewal stops now, not after the reply.
       this.#watchdog.untrack(hold);
     }
-    return this.#chains
-      .run(hold.chain, async () => {
-        if (hold.lost) {
-          throw lostRelease(hold);
-        }
-        const protocol = hold.target.protocol;
-        const expected = hold.count;
-        const sentAt = performance.now();
-        // Worth retrying while the lock is known to be held: after that it has expired anyway,
-        // and a missing field could no longer tell "released" from "expired".
-        const retryUntil = Math.min(sentAt + this.#settings.releaseRetryMs, hold.validUntil);
-        // A repeated last release that finds the owner's field gone within the lease finds what
-        // an earlier copy did: the field cannot have expired yet.
-        let repeated = expected === 1 && hold.releaseUnconfirmed;
-        let reply: unknown;
-        let acknowledged: number;
-        try {
-          ({ reply, acknowledged } = await this.#calls.synced(protocol.release(hold, expected), () => {
-            repeated = true;
-            return !hold.lost && performance.now() < retryUntil;
-          }));
-        } catch (error) {
-          if (hold.lost) {
-            throw lostRelease(hold);
-          }
-          if (expected === 1) {
-            // Unconfirmed last release: renewal is off, so the lock is gone when its lease ends.
-            hold.releaseUnconfirmed = true;
-            this.forget(hold);
-          }
-          throw redisError(error, `releasing lock "${hold.name}"`);
-        }
-        const outcome = protocol.releaseOutcome(reply);
-        if (outcome === undefined) {
-          throw new LockError(
-            'REDIS_ERROR',
-            `Unexpected reply from the release script for lock "${hold.name}"`,
-          );
-        }
-        if (outcome === 'absent') {
-          if (!(repeated && expected === 1 && performance.now() < hold.validUntil)) {
-            const message = `Lock "${hold.name}" is not held by this owner: it expired or was taken over`;
-            this.markLost(hold, 'not-owner', message);
-            throw new LockNotOwnedError(message, { cause: hold.lostError });
-          }
-        } else if (outcome === 'changed') {
-          const message = `Lock "${hold.name}" is no longer held by this owner: its hold count changed behind its back`;
-          this.markLost(hold, 'not-owner', message);
-          throw new LockNotOwnedError(message, { cause: hold.lostError });
-        }
-        this.#reportUnreplicated(hold, acknowledged);
-        hold.count = expected - 1;
-        if (hold.count === 0) {
-          this.forget(hold);
-        } else {
-          hold.extend(sentAt);
-          this.#watchdog.track(hold);
-        }
-        if (this.#events.listening('released')) {
-          this.#events.emit('released', { name: hold.name, key: hold.key, holdCount: hold.count });
-        }
-      })
-      .finally(() => {
-        hold.releasing -= 1;
-      });
+    const chains = this.#chains;
+    // The usual case, nothing else of this owner in flight on the lock and no replicas to wait
+    // for: the call goes out at once, ahead of any promise or frame of the operation chain, which
+    // only records it so that later operations wait for it. The order of calls is the chain's.
+    if (this.#calls.replication === undefined && chains.idle(hold.chain)) {
+      return chains.record(hold.chain, this.#releaseNow(hold));
+    }
+    return chains.run(hold.chain, () => this.#releaseChained(hold));
+  }
+
+  /** The release's first try, sent now; a failed one goes on as {@link Holds.#releaseRetried}. */
+  #releaseNow(hold: Hold): Promise<void> {
+    const expected = hold.count;
+    const sentAt = performance.now();
+    const repeated = expected === 1 && hold.releaseUnconfirmed;
+    const call = hold.target.protocol.release(hold, expected);
+    return this.#calls.once(call, this.#calls.timeoutMs).then(
+      (reply) => this.#released(hold, expected, sentAt, repeated, reply, Number.POSITIVE_INFINITY),
+      (error: unknown) => this.#releaseRetried(hold, expected, sentAt, repeated, call, error),
+    );
+  }
+
+  /** A first try that failed: tried again while that is worth it, as any release call is. */
+  async #releaseRetried(
+    hold: Hold,
+    expected: number,
+    sentAt: number,
+    wasRepeated: boolean,
+    call: ScriptCall,
+    error: unknown,
+  ): Promise<void> {
+    try {
+      let repeated = wasRepeated;
+      let reply: unknown;
+      try {
+        reply = await this.#calls.retryFailed(
+          error,
+          call,
+          this.#keepReleasing(hold, sentAt, () => (repeated = true)),
+        );
+      } catch (failure) {
+        this.#releaseFailed(hold, expected, failure);
+      }
+      this.#settled(hold, expected, sentAt, repeated, reply, Number.POSITIVE_INFINITY);
+    } finally {
+      hold.releasing -= 1;
+    }
+  }
+
+  /** A release sent behind other operations of its chain, or with replicas to wait for. */
+  async #releaseChained(hold: Hold): Promise<void> {
+    try {
+      if (hold.lost) {
+        throw lostRelease(hold);
+      }
+      const expected = hold.count;
+      const sentAt = performance.now();
+      // A repeated last release that finds the owner's field gone within the lease finds what
+      // an earlier copy did: the field cannot have expired yet.
+      let repeated = expected === 1 && hold.releaseUnconfirmed;
+      let synced: Synced;
+      try {
+        synced = await this.#calls.synced(
+          hold.target.protocol.release(hold, expected),
+          this.#keepReleasing(hold, sentAt, () => (repeated = true)),
+        );
+      } catch (error) {
+        this.#releaseFailed(hold, expected, error);
+      }
+      this.#settled(hold, expected, sentAt, repeated, synced.reply, synced.acknowledged);
+    } finally {
+      hold.releasing -= 1;
+    }
+  }
+
+  /**
+   * Whether a release call is worth another try: while the lock is known to be held. After
+   * that it has expired anyway, and a missing field could no longer tell "released" from
+   * "expired". Any try after the first is a repeat (`repeating`).
+   */
+  #keepReleasing(hold: Hold, sentAt: number, repeating: () => void): () => boolean {
+    const retryUntil = Math.min(sentAt + this.#settings.releaseRetryMs, hold.validUntil);
+    return () => {
+      repeating();
+      return !hold.lost && performance.now() < retryUntil;
+    };
+  }
+
+  /** A release Redis did not confirm: throws what the caller sees. */
+  #releaseFailed(hold: Hold, expected: number, error: unknown): never {
+    if (hold.lost) {
+      throw lostRelease(hold);
+    }
+    if (expected === 1) {
+      // Unconfirmed last release: renewal is off, so the lock is gone when its lease ends.
+      hold.releaseUnconfirmed = true;
+      this.forget(hold);
+    }
+    throw redisError(error, `releasing lock "${hold.name}"`);
+  }
+
+  /** {@link Holds.#settled} for a call sent outside the chain's promises: ends its release too. */
+  #released(
+    hold: Hold,
+    expected: number,
+    sentAt: number,
+    repeated: boolean,
+    reply: unknown,
+    acknowledged: number,
+  ): void {
+    try {
+      this.#settled(hold, expected, sentAt, repeated, reply, acknowledged);
+    } finally {
+      hold.releasing -= 1;
+    }
+  }
+
+  /** What a release's reply says: the hold counted down or gone, or lost (throws). */
+  #settled(
+    hold: Hold,
+    expected: number,
+    sentAt: number,
+    repeated: boolean,
+    reply: unknown,
+    acknowledged: number,
+  ): void {
+    const protocol = hold.target.protocol;
+    const outcome = protocol.releaseOutcome(reply);
+    if (outcome === undefined) {
+      throw new LockError('REDIS_ERROR', `Unexpected reply from the release script for lock "${hold.name}"`);
+    }
+    if (outcome === 'absent') {
+      if (!(repeated && expected === 1 && performance.now() < hold.validUntil)) {
+        const message = `Lock "${hold.name}" is not held by this owner: it expired or was taken over`;
+        this.markLost(hold, 'not-owner', message);
+        throw new LockNotOwnedError(message, { cause: hold.lostError });
+      }
+    } else if (outcome === 'changed') {
+      const message = `Lock "${hold.name}" is no longer held by this owner: its hold count changed behind its back`;
+      this.markLost(hold, 'not-owner', message);
+      throw new LockNotOwnedError(message, { cause: hold.lostError });
+    }
+    this.#reportUnreplicated(hold, acknowledged);
+    hold.count = expected - 1;
+    if (hold.count === 0) {
+      this.forget(hold);
+    } else {
+      hold.extend(sentAt);
+      this.#watchdog.track(hold);
+    }
+    if (this.#events.listening('released')) {
+      this.#events.emit('released', { name: hold.name, key: hold.key, holdCount: hold.count });
+    }
   }
 
   /**

@@ -217,9 +217,13 @@ interface ChannelState {
 export interface SubscriptionsHost {
   /** Opens the subscriber connection (a connection of its own, like the user's client). */
   connect(): Promise<Subscriber>;
-  /** This client's grant channel, and what to do with the ticket a hand-over names. */
+  /** This client's grant channel. */
   readonly grantChannel: string;
-  onGrant(ticket: string): void;
+  /**
+   * The grant channel's listener, what to do with the ticket a hand-over names; asked for when
+   * the channel is subscribed, with the first wait.
+   */
+  grantListener(): (ticket: string) => void;
   onError(error: Error): void;
   closedError(): Error;
 }
@@ -259,9 +263,6 @@ export class Notifications {
   #grants: Promise<void> | undefined;
   #grantsReady = false;
   #closed = false;
-  readonly #onGrant = (ticket: string): void => {
-    this.#host.onGrant(ticket);
-  };
   readonly #onMessage = (message: string, channel: string): void => {
     const state = this.#channels.get(channel);
     if (state === undefined) return;
@@ -414,7 +415,7 @@ export class Notifications {
 
   async #subscribeGrants(): Promise<void> {
     const subscriber = await this.#connected();
-    await subscriber.subscribe(this.#host.grantChannel, this.#onGrant);
+    await subscriber.subscribe(this.#host.grantChannel, this.#host.grantListener());
     this.#grantsReady = !this.#closed;
   }
 

@@ -46,9 +46,10 @@ export class WaitQueue {
 
   /**
    * A release handed a lock to one of this client's tickets: the grant message is the ticket's
-   * token, and the kind's proof after a space when it has one.
+   * token, and the kind's proof after a space when it has one. The grant channel's listener
+   * itself: a hand-over reaches it straight from the subscriber.
    */
-  onGrant(message: string): void {
+  readonly onGrant = (message: string): void => {
     const space = message.indexOf(' ');
     const token = space === -1 ? message : message.slice(0, space);
     const ticket = this.tickets.waiting(token);
@@ -61,7 +62,7 @@ export class WaitQueue {
     const left = this.tickets.left(token);
     // Its waiter gave up: pass the lock on, unless the same owner has taken it since.
     if (left !== undefined) void this.withdraw(left);
-  }
+  };
 
   /**
    * Takes a ticket whose waiter gave up out of the queue; if a release handed it the lock

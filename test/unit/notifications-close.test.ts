@@ -35,7 +35,7 @@ function pendingConnection(): {
     {
       connect: () => connecting,
       grantChannel: 'latchkey_grant:test',
-      onGrant: () => undefined,
+      grantListener: () => () => undefined,
       onError: () => undefined,
       closedError: () => new ClientClosedError(),
     },
