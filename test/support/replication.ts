@@ -308,8 +308,10 @@ export async function startReplicated(): Promise<Replicated> {
     async revive() {
       const master = await askSentinels();
       for (const node of nodes) if (!node.running) await node.start(master);
-      // After a failover the sentinels first point the other replica at the new master.
-      await waitForReplicas(master, nodes.length - 1, 60_000);
+      // After a failover the sentinels first point the other replica at the new master. They may
+      // also elect again meanwhile (a busy machine misses a ping): the master is asked anew on
+      // every check, so the wait follows it.
+      await waitForReplicas(askSentinels, nodes.length - 1, 60_000);
     },
     async stop() {
       unregister();
@@ -334,11 +336,24 @@ export async function roleOf(port: number): Promise<string | undefined> {
   }
 }
 
-/** Waits until the master at `port` reports `count` replicas online and caught up. */
-export async function waitForReplicas(port: number, count: number, timeoutMs = 20_000): Promise<void> {
+/**
+ * Waits until the master at `master` reports `count` replicas online and caught up; `master` may be
+ * a function that names the current master, asked on every check.
+ */
+export async function waitForReplicas(
+  master: number | (() => Promise<number>),
+  count: number,
+  timeoutMs = 20_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let online = 0;
+  let port = typeof master === 'number' ? master : 0;
   for (;;) {
+    try {
+      if (typeof master !== 'number') port = await master();
+    } catch {
+      // Sentinels mid-election: ask again.
+    }
     const client = createClient({ socket: { host: LOOPBACK, port, reconnectStrategy: false } });
     client.on('error', () => undefined);
     try {
