@@ -128,7 +128,13 @@ export class Holds {
     const repeated = expected === 1 && hold.releaseUnconfirmed;
     const call = hold.target.protocol.release(hold, expected);
     return this.#calls.once(call, this.#calls.timeoutMs).then(
-      (reply) => this.#released(hold, expected, sentAt, repeated, reply, Number.POSITIVE_INFINITY),
+      (reply) => {
+        try {
+          this.#settled(hold, expected, sentAt, repeated, reply, Number.POSITIVE_INFINITY);
+        } finally {
+          hold.releasing -= 1;
+        }
+      },
       (error: unknown) => this.#releaseRetried(hold, expected, sentAt, repeated, call, error),
     );
   }
@@ -210,22 +216,6 @@ export class Holds {
       this.forget(hold);
     }
     throw redisError(error, `releasing lock "${hold.name}"`);
-  }
-
-  /** {@link Holds.#settled} for a call sent outside the chain's promises: ends its release too. */
-  #released(
-    hold: Hold,
-    expected: number,
-    sentAt: number,
-    repeated: boolean,
-    reply: unknown,
-    acknowledged: number,
-  ): void {
-    try {
-      this.#settled(hold, expected, sentAt, repeated, reply, acknowledged);
-    } finally {
-      hold.releasing -= 1;
-    }
   }
 
   /** What a release's reply says: the hold counted down or gone, or lost (throws). */

@@ -207,6 +207,43 @@ describe('reentrancy: the owner is the async context of the withLock callback', 
     expect(await admin.exists(key)).toBe(0);
   });
 
+  it('releases sibling holds given up at the same moment one after the other, and hands the lock over once', async () => {
+    const prefix = uniquePrefix('sibling-release');
+    const locks = lockClient(redis, prefix);
+    const lock = locks.lock('ledger:9');
+    const key = lock.key;
+    const waiterLocks = lockClient(otherRedis, prefix);
+    let waiting: Promise<Lease> | undefined;
+
+    await lock.withLock(async () => {
+      const [a, b] = await Promise.all([lock.acquire(), lock.acquire()]);
+      expect(await counts(key)).toEqual(['3']);
+      waiting = waiterLocks.lock('ledger:9').acquire({ waitMs: 10_000 });
+      // Queued in Redis behind the holder before anything is released.
+      await within(
+        (async () => {
+          while ((await admin.lLen(`latchkey_queue:{${key}}`)) === 0) await sleep(5);
+        })(),
+        5_000,
+        'the waiter to queue',
+      );
+      // Both releases start in the same turn: the first goes out at once, the second waits for
+      // its reply on the owner's chain and counts down from what the first left.
+      await Promise.all([a.release(), b.release()]);
+      expect(await counts(key)).toEqual(['1']);
+      expect(a.holdCount).toBe(1);
+      const early = await Promise.race([waiting.then(() => 'taken'), sleep(100).then(() => 'waiting')]);
+      expect(early).toBe('waiting');
+    });
+    // The outer hold's release hands the lock to the waiter, whose field is the only one left.
+    const taken = await within(waiting as Promise<Lease>, 5_000, 'the hand-over');
+    expect(await fields(key)).toHaveLength(1);
+    expect(await counts(key)).toEqual(['1']);
+    expect(taken.holdCount).toBe(1);
+    await taken.release();
+    expect(await admin.exists(key)).toBe(0);
+  });
+
   describe('a non-reentrant lock', () => {
     it('rejects a nested withLock/acquire/tryAcquire with LockReentryError at once instead of deadlocking', async () => {
       const locks = lockClient(redis, uniquePrefix('strict'));
