@@ -589,7 +589,7 @@ export class Acquirer {
   /** One acquire request, serialized with every other request of the same owner on this lock. */
   #attempt(call: AcquireCall, ticket: Ticket | undefined): Promise<Attempt> {
     const { target, field, chain, ttlMs, watchdog, deadline, waiting } = call;
-    return this.#chains.run(chain, async (keepBusy) => {
+    return this.#chains.runKeepingBusy(chain, async (keepBusy) => {
       this.#settings.assertOpen();
       const holds = this.#holds;
       if (ticket?.granted !== undefined) {

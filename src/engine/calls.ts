@@ -12,6 +12,11 @@ export interface Synced {
   readonly acknowledged: number;
 }
 
+/** A reply without `syncReplicas`: no replica to count, so nothing falls short. */
+function unreplicated(reply: unknown): Synced {
+  return { reply, acknowledged: Number.POSITIVE_INFINITY };
+}
+
 /** Wraps a failure of Redis itself; keeps latchkey's own errors and abort reasons as they are. @internal */
 export function redisError(error: unknown, doing: string): unknown {
   if (error instanceof LockError) return error;
@@ -81,16 +86,24 @@ export class Calls {
   }
 
   /**
-   * What {@link Calls.idempotent} does once its first try failed with `error`: the caller sent
-   * that try itself, with {@link Calls.once} and the command timeout.
+   * What {@link Calls.synced} does once its first try failed with `error`: the caller sent that
+   * try itself, with {@link Calls.onceSynced} (or {@link Calls.once} without `syncReplicas`) and
+   * the command timeout.
    */
-  retryFailed(
-    error: unknown,
-    call: ScriptCall,
-    keepTrying: (attempt: number) => boolean,
-    until = Number.POSITIVE_INFINITY,
-  ): Promise<unknown> {
-    return this.#retry(error, this.#runOne, call, keepTrying, until, undefined);
+  syncedRetry(error: unknown, call: ScriptCall, keepTrying: (attempt: number) => boolean): Promise<Synced> {
+    const replication = this.replication;
+    const until = Number.POSITIVE_INFINITY;
+    if (replication === undefined) {
+      return this.#retry(error, this.#runOne, call, keepTrying, until, undefined).then(unreplicated);
+    }
+    return this.#retry(
+      error,
+      (one, timeoutMs) => this.#syncedOnce(replication, one, timeoutMs),
+      call,
+      keepTrying,
+      until,
+      undefined,
+    );
   }
 
   /**
@@ -107,10 +120,7 @@ export class Calls {
   ): Promise<Synced> {
     const replication = this.replication;
     if (replication === undefined) {
-      return this.idempotent(call, keepTrying, until, repeat).then((reply) => ({
-        reply,
-        acknowledged: Number.POSITIVE_INFINITY,
-      }));
+      return this.idempotent(call, keepTrying, until, repeat).then(unreplicated);
     }
     return this.#retrying(
       (one, timeoutMs) => this.#syncedOnce(replication, one, timeoutMs),
@@ -125,7 +135,7 @@ export class Calls {
   onceSynced(call: ScriptCall, timeoutMs: number): Promise<Synced> {
     const replication = this.replication;
     if (replication === undefined) {
-      return this.once(call, timeoutMs).then((reply) => ({ reply, acknowledged: Number.POSITIVE_INFINITY }));
+      return this.once(call, timeoutMs).then(unreplicated);
     }
     return this.#syncedOnce(replication, call, timeoutMs);
   }

@@ -8,10 +8,28 @@ export class OperationChains {
   readonly #tails = new Map<string, Promise<void>>();
 
   /**
-   * Runs `operation` after every earlier one on the same chain. An operation can hand back its
-   * result early and keep the chain busy with clean-up work through `keepBusy`.
+   * Runs `operation` after every earlier one on the same chain; on an idle chain it starts at
+   * once, before this returns.
    */
-  run<T>(chain: string, operation: (keepBusy: (work: Promise<unknown>) => void) => Promise<T>): Promise<T> {
+  run<T>(chain: string, operation: () => Promise<T>): Promise<T> {
+    const previous = this.#tails.get(chain);
+    const result = previous === undefined ? operation() : previous.then(operation);
+    const forget = (): void => {
+      if (this.#tails.get(chain) === tail) this.#tails.delete(chain);
+    };
+    const tail: Promise<void> = result.then(forget, forget);
+    this.#tails.set(chain, tail);
+    return result;
+  }
+
+  /**
+   * {@link OperationChains.run} for an operation that hands back its result early and keeps the
+   * chain busy with clean-up work through `keepBusy`.
+   */
+  runKeepingBusy<T>(
+    chain: string,
+    operation: (keepBusy: (work: Promise<unknown>) => void) => Promise<T>,
+  ): Promise<T> {
     const previous = this.#tails.get(chain);
     let extra: Promise<unknown>[] | undefined;
     const keepBusy = (work: Promise<unknown>): void => {
@@ -26,19 +44,6 @@ export class OperationChains {
       return Promise.allSettled(extra).then(forget);
     };
     const tail: Promise<void> = result.then(settled, settled);
-    this.#tails.set(chain, tail);
-    return result;
-  }
-
-  /**
-   * Makes an operation already under way on an idle chain (see {@link OperationChains.idle}) the
-   * chain's latest: later operations run after it, as if it had been given to `run`.
-   */
-  record<T>(chain: string, result: Promise<T>): Promise<T> {
-    const forget = (): void => {
-      if (this.#tails.get(chain) === tail) this.#tails.delete(chain);
-    };
-    const tail: Promise<void> = result.then(forget, forget);
     this.#tails.set(chain, tail);
     return result;
   }

@@ -111,32 +111,40 @@ export class Holds {
       // The last hold is going: renewal stops now, not after the reply.
       this.#watchdog.untrack(hold);
     }
-    const chains = this.#chains;
-    // The usual case, nothing else of this owner in flight on the lock and no replicas to wait
-    // for: the call goes out at once, ahead of any promise or frame of the operation chain, which
-    // only records it so that later operations wait for it. The order of calls is the chain's.
-    if (this.#calls.replication === undefined && chains.idle(hold.chain)) {
-      return chains.record(hold.chain, this.#releaseNow(hold));
-    }
-    return chains.run(hold.chain, () => this.#releaseChained(hold));
+    // Nothing else of this owner in flight on the lock (the usual case): the call goes out at
+    // once, before this returns.
+    return this.#chains.run(hold.chain, () => this.#releaseNow(hold));
   }
 
-  /** The release's first try, sent now; a failed one goes on as {@link Holds.#releaseRetried}. */
+  /** One release, its first try sent now; a failed one goes on as {@link Holds.#releaseRetried}. */
   #releaseNow(hold: Hold): Promise<void> {
+    if (hold.lost) {
+      hold.releasing -= 1;
+      return Promise.reject(lostRelease(hold));
+    }
     const expected = hold.count;
     const sentAt = performance.now();
+    // A repeated last release that finds the owner's field gone within the lease finds what an
+    // earlier copy did: the field cannot have expired yet.
     const repeated = expected === 1 && hold.releaseUnconfirmed;
     const call = hold.target.protocol.release(hold, expected);
-    return this.#calls.once(call, this.#calls.timeoutMs).then(
-      (reply) => {
-        try {
-          this.#settled(hold, expected, sentAt, repeated, reply, Number.POSITIVE_INFINITY);
-        } finally {
-          hold.releasing -= 1;
-        }
-      },
-      (error: unknown) => this.#releaseRetried(hold, expected, sentAt, repeated, call, error),
-    );
+    const calls = this.#calls;
+    const retry = (error: unknown): Promise<void> =>
+      this.#releaseRetried(hold, expected, sentAt, repeated, call, error);
+    if (calls.replication === undefined) {
+      return calls
+        .once(call, calls.timeoutMs)
+        .then(
+          (reply) => this.#released(hold, expected, sentAt, repeated, reply, Number.POSITIVE_INFINITY),
+          retry,
+        );
+    }
+    return calls
+      .onceSynced(call, calls.timeoutMs)
+      .then(
+        (synced) => this.#released(hold, expected, sentAt, repeated, synced.reply, synced.acknowledged),
+        retry,
+      );
   }
 
   /** A first try that failed: tried again while that is worth it, as any release call is. */
@@ -148,48 +156,19 @@ export class Holds {
     call: ScriptCall,
     error: unknown,
   ): Promise<void> {
+    let repeated = wasRepeated;
+    let synced: Synced;
     try {
-      let repeated = wasRepeated;
-      let reply: unknown;
-      try {
-        reply = await this.#calls.retryFailed(
-          error,
-          call,
-          this.#keepReleasing(hold, sentAt, () => (repeated = true)),
-        );
-      } catch (failure) {
-        this.#releaseFailed(hold, expected, failure);
-      }
-      this.#settled(hold, expected, sentAt, repeated, reply, Number.POSITIVE_INFINITY);
-    } finally {
+      synced = await this.#calls.syncedRetry(
+        error,
+        call,
+        this.#keepReleasing(hold, sentAt, () => (repeated = true)),
+      );
+    } catch (failure) {
       hold.releasing -= 1;
+      this.#releaseFailed(hold, expected, failure);
     }
-  }
-
-  /** A release sent behind other operations of its chain, or with replicas to wait for. */
-  async #releaseChained(hold: Hold): Promise<void> {
-    try {
-      if (hold.lost) {
-        throw lostRelease(hold);
-      }
-      const expected = hold.count;
-      const sentAt = performance.now();
-      // A repeated last release that finds the owner's field gone within the lease finds what
-      // an earlier copy did: the field cannot have expired yet.
-      let repeated = expected === 1 && hold.releaseUnconfirmed;
-      let synced: Synced;
-      try {
-        synced = await this.#calls.synced(
-          hold.target.protocol.release(hold, expected),
-          this.#keepReleasing(hold, sentAt, () => (repeated = true)),
-        );
-      } catch (error) {
-        this.#releaseFailed(hold, expected, error);
-      }
-      this.#settled(hold, expected, sentAt, repeated, synced.reply, synced.acknowledged);
-    } finally {
-      hold.releasing -= 1;
-    }
+    this.#released(hold, expected, sentAt, repeated, synced.reply, synced.acknowledged);
   }
 
   /**
@@ -218,8 +197,11 @@ export class Holds {
     throw redisError(error, `releasing lock "${hold.name}"`);
   }
 
-  /** What a release's reply says: the hold counted down or gone, or lost (throws). */
-  #settled(
+  /**
+   * What a release's reply says: the hold counted down or gone, or lost (throws). Ends the
+   * release either way.
+   */
+  #released(
     hold: Hold,
     expected: number,
     sentAt: number,
@@ -227,32 +209,39 @@ export class Holds {
     reply: unknown,
     acknowledged: number,
   ): void {
-    const protocol = hold.target.protocol;
-    const outcome = protocol.releaseOutcome(reply);
-    if (outcome === undefined) {
-      throw new LockError('REDIS_ERROR', `Unexpected reply from the release script for lock "${hold.name}"`);
-    }
-    if (outcome === 'absent') {
-      if (!(repeated && expected === 1 && performance.now() < hold.validUntil)) {
-        const message = `Lock "${hold.name}" is not held by this owner: it expired or was taken over`;
+    try {
+      const protocol = hold.target.protocol;
+      const outcome = protocol.releaseOutcome(reply);
+      if (outcome === undefined) {
+        throw new LockError(
+          'REDIS_ERROR',
+          `Unexpected reply from the release script for lock "${hold.name}"`,
+        );
+      }
+      if (outcome === 'absent') {
+        if (!(repeated && expected === 1 && performance.now() < hold.validUntil)) {
+          const message = `Lock "${hold.name}" is not held by this owner: it expired or was taken over`;
+          this.markLost(hold, 'not-owner', message);
+          throw new LockNotOwnedError(message, { cause: hold.lostError });
+        }
+      } else if (outcome === 'changed') {
+        const message = `Lock "${hold.name}" is no longer held by this owner: its hold count changed behind its back`;
         this.markLost(hold, 'not-owner', message);
         throw new LockNotOwnedError(message, { cause: hold.lostError });
       }
-    } else if (outcome === 'changed') {
-      const message = `Lock "${hold.name}" is no longer held by this owner: its hold count changed behind its back`;
-      this.markLost(hold, 'not-owner', message);
-      throw new LockNotOwnedError(message, { cause: hold.lostError });
-    }
-    this.#reportUnreplicated(hold, acknowledged);
-    hold.count = expected - 1;
-    if (hold.count === 0) {
-      this.forget(hold);
-    } else {
-      hold.extend(sentAt);
-      this.#watchdog.track(hold);
-    }
-    if (this.#events.listening('released')) {
-      this.#events.emit('released', { name: hold.name, key: hold.key, holdCount: hold.count });
+      this.#reportUnreplicated(hold, acknowledged);
+      hold.count = expected - 1;
+      if (hold.count === 0) {
+        this.forget(hold);
+      } else {
+        hold.extend(sentAt);
+        this.#watchdog.track(hold);
+      }
+      if (this.#events.listening('released')) {
+        this.#events.emit('released', { name: hold.name, key: hold.key, holdCount: hold.count });
+      }
+    } finally {
+      hold.releasing -= 1;
     }
   }
 
