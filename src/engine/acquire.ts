@@ -95,15 +95,21 @@ class AcquireCall implements WaitListener {
    * handler, a timer, another waiter leaving) has returned, as after an awaited promise.
    */
   woken(reason: WakeReason): void {
-    queueMicrotask(() => this.resume(this, reason));
+    void SETTLED.then(() => this.resume(this, reason));
   }
 
   failed(error: unknown): void {
-    queueMicrotask(() => this.fail(this, error));
+    void SETTLED.then(() => this.fail(this, error));
   }
 }
 
 function noop(): void {}
+
+/**
+ * A settled promise whose reactions are the wait loop's next steps: a microtask as
+ * `queueMicrotask` makes one, in the same order, without its per-call async resource.
+ */
+const SETTLED: Promise<void> = Promise.resolve();
 
 /** Resolves the call with `lease` or, if `failed`, rejects it with `failure`. */
 function settle(call: AcquireCall, lease: Lease | null | undefined, failed: boolean, failure: unknown): void {

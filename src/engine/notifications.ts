@@ -7,6 +7,9 @@ const SUBSCRIBED: Promise<void> = Promise.resolve();
 
 function noop(): void {}
 
+/** The keep-alive timer's period: the longest Node allows, so it practically never runs. */
+const KEEP_ALIVE_MS = 2 ** 31 - 1;
+
 /** How long close() waits for a subscriber connection that is still being opened. */
 const CLOSE_WAIT_MS = 100;
 
@@ -241,18 +244,15 @@ export class Notifications {
   /** @internal The bounds of every wait of this client's waiters. */
   readonly timers = new WaitTimers();
   #subscriber: Promise<Subscriber> | undefined;
-  /** The subscriber connection once opened: refs and unrefs go to it directly. */
-  #connectedSubscriber: Subscriber | undefined;
-  /**
-   * Waiters of every channel. The subscriber connection keeps the process alive only while
-   * one waits: an idle subscription (lingering, or the grant channel) never does, so a process
-   * that forgot `close()` can still exit.
-   */
+  /** Waiters of every channel. */
   #waiting = 0;
-  /** Whether this client last ref'd (rather than unref'd) the connected subscriber's socket. */
-  #refd = false;
-  /** An unref is due once the current job is done, if no one waits by then. */
-  #unrefDue = false;
+  /**
+   * Keeps the process alive while anyone waits, and only then: a timer that never comes due,
+   * ref'd while a waiter waits. The subscriber connection and the other timers never keep the
+   * process alive, so a process that forgot `close()` can still exit. A timer's ref and unref
+   * are plain calls, unlike a socket's, so a hand-over pays little for them.
+   */
+  #keepAlive: NodeJS.Timeout | undefined;
   /**
    * Channels no one waits on, with the time (monotonic) their last waiter left, the longest idle
    * first; dropped once idle for `lingerMs`.
@@ -390,9 +390,10 @@ export class Notifications {
     if (this.#sweep !== undefined) clearTimeout(this.#sweep);
     this.#sweep = undefined;
     this.timers.clear();
+    if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
+    this.#keepAlive = undefined;
     const subscriber = this.#subscriber;
     this.#subscriber = undefined;
-    this.#connectedSubscriber = undefined;
     if (subscriber === undefined) return;
     const destroyed = subscriber.then(
       (client) => client.destroy(),
@@ -419,32 +420,10 @@ export class Notifications {
     this.#grantsReady = !this.#closed;
   }
 
-  /**
-   * Refs the subscriber's socket while anyone waits, unrefs it otherwise (once connected). The
-   * unref waits until the current job is done: a hand-over, whose waiter leaves just before the
-   * next one may join, makes no socket call on its way to the caller.
-   */
+  /** Keeps the process alive while anyone waits; lets it exit otherwise. */
   #holdProcess(): void {
-    if (this.#waiting > 0) {
-      this.#setRef(true);
-    } else if (!this.#unrefDue) {
-      this.#unrefDue = true;
-      setImmediate(this.#unrefIfIdle);
-    }
-  }
-
-  readonly #unrefIfIdle = (): void => {
-    this.#unrefDue = false;
-    if (this.#waiting === 0) this.#setRef(false);
-  };
-
-  /** Until the subscriber is connected, the connection sets where it starts. */
-  #setRef(ref: boolean): void {
-    const connected = this.#connectedSubscriber;
-    if (connected === undefined || this.#refd === ref) return;
-    this.#refd = ref;
-    if (ref) connected.ref();
-    else connected.unref();
+    if (this.#waiting > 0) (this.#keepAlive ??= setInterval(noop, KEEP_ALIVE_MS)).ref();
+    else this.#keepAlive?.unref();
   }
 
   /** Arms the sweep for the channel idle longest, unless it is armed already. */
@@ -475,13 +454,9 @@ export class Notifications {
       const connecting = this.#host.connect();
       this.#subscriber = connecting;
       connecting.then(
+        // While anyone waits, the keep-alive timer holds the process, not the connection.
         (subscriber) => {
-          if (this.#subscriber !== connecting) return;
-          this.#connectedSubscriber = subscriber;
-          // From now on refs and unrefs go straight to it; this one sets where it starts.
-          this.#refd = this.#waiting > 0;
-          if (this.#refd) subscriber.ref();
-          else subscriber.unref();
+          if (this.#subscriber === connecting) subscriber.unref();
         },
         () => undefined,
       );

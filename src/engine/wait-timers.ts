@@ -18,8 +18,8 @@ const COMPACT_MIN = 1_024;
  * with no timer call on the hand-over's path. Cancelled entries stay in the heap until their
  * time comes, or until they outnumber the live ones four to one and the heap is rebuilt.
  *
- * A bound never fires early by the monotonic clock. The timer keeps the process alive only
- * while a bound is live, as a waiter's own timer did.
+ * A bound never fires early by the monotonic clock. The timer never keeps the process alive:
+ * while anyone waits, the client's keep-alive does (see {@link Notifications}).
  * @internal
  */
 export class WaitTimers {
@@ -56,7 +56,6 @@ export class WaitTimers {
     this.#push(entry);
     this.#live += 1;
     if (entry.at < this.#timerAt) this.#arm(entry.at);
-    else if (this.#live === 1) this.#timer?.ref();
     return entry;
   }
 
@@ -65,7 +64,6 @@ export class WaitTimers {
     if (entry.target === undefined) return;
     entry.target = undefined;
     this.#live -= 1;
-    if (this.#live === 0) this.#timer?.unref();
     const size = this.#heap.length;
     if (size > COMPACT_MIN && size > 4 * this.#live) this.#compact();
   }
@@ -86,7 +84,7 @@ export class WaitTimers {
     // Node's timers run on the event loop's clock, which may lag the monotonic one: a timer that
     // fires a little early finds nothing due and is armed again.
     this.#timer = setTimeout(this.#fire, Math.max(1, Math.ceil(at - performance.now())));
-    if (this.#live === 0) this.#timer.unref();
+    this.#timer.unref();
   }
 
   #compact(): void {

@@ -13,6 +13,7 @@ import { sharedSuite } from '../support/shared-suite.js';
 import { waitUntil } from '../support/wait.js';
 
 const FIXTURE = new URL('../support/fixtures/forgot-close.ts', import.meta.url).pathname;
+const WAITING_ALONE = new URL('../support/fixtures/waiting-alone.ts', import.meta.url).pathname;
 /** Generous: the worker starts through tsx on a possibly busy machine. */
 const EXIT_WITHIN_MS = 15_000;
 
@@ -41,6 +42,31 @@ describe('process exit and a closed Redis client', () => {
       }
     }, 30_000);
   }
+
+  it('a process whose only pending work is a waiting acquire stays alive until it gets the lock', async () => {
+    const prefix = uniquePrefix('waiting-alone');
+    const locks = new LockClient(suite.redis, { keyPrefix: prefix });
+    try {
+      const held = await locks.lock('exports:weekly').acquire();
+      const worker = suite.res.worker(WAITING_ALONE, {
+        REDIS_URL: suite.url,
+        KEY_PREFIX: prefix,
+        NAME: 'exports:weekly',
+      });
+      await worker.next((message) => message['type'] === 'waiting', EXIT_WITHIN_MS);
+      // Long enough for a process that nothing keeps alive to have exited.
+      const early = await Promise.race([
+        worker.exited,
+        new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 1_500)),
+      ]);
+      expect(early).toBe('still running');
+      await held.release();
+      await worker.next((message) => message['type'] === 'acquired', 5_000);
+      expect(await worker.exited).toEqual({ code: 0, signal: null });
+    } finally {
+      await locks.close();
+    }
+  }, 30_000);
 
   it("latchkey's own connection never crashes the process, even with no 'error' listener", async () => {
     // A server of its own: CLIENT KILL hits every subscriber of a server.

@@ -73,4 +73,14 @@ describe('WaitTimers', () => {
     await new Promise((resolve) => setTimeout(resolve, 30));
     expect(fired).toEqual([]);
   });
+
+  it('never keeps the process alive: while anyone waits, the client itself does', () => {
+    const refd = (): number => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    const before = refd();
+    const entry = timers.add(recorder([], 'a'), 60_000);
+    timers.add(recorder([], 'b'), 10);
+    expect(refd()).toBe(before);
+    timers.cancel(entry);
+    expect(refd()).toBe(before);
+  });
 });
