@@ -236,6 +236,7 @@ async function main(): Promise<void> {
         }
         const [worker] = workers;
         if (worker === undefined) return fail('skipped', 'could not start a worker');
+        const spawned: WorkerHandle[] = [];
         try {
           await flushIfOwned(redis);
           return await scenario.run({
@@ -243,6 +244,11 @@ async function main(): Promise<void> {
             quick: cli.quick,
             worker,
             workers,
+            freshWorkers: async () => {
+              const fresh = await spawnWorkers(scenario.processes ?? 1, clockBase);
+              spawned.push(...fresh);
+              return fresh;
+            },
             adapters,
             keyPrefix: (contender) => `bench:${contender}`,
             wanted,
@@ -251,7 +257,7 @@ async function main(): Promise<void> {
         } catch (error) {
           return fail('failed', `error: ${reason(error)}`);
         } finally {
-          await Promise.all(workers.map((one) => one.stop()));
+          await Promise.all([...workers, ...spawned].map((one) => one.stop()));
         }
       };
       const outcomes = await measure();

@@ -49,6 +49,11 @@ export interface InterleavedContext {
   readonly worker: WorkerHandle;
   /** Every worker process of the scenario, `worker` first (see {@link InterleavedScenario.processes}). */
   readonly workers: readonly WorkerHandle[];
+  /**
+   * A new set of as many worker processes as `workers`, for a scenario that measures in more
+   * than one; stopped with the others when the scenario ends.
+   */
+  freshWorkers(): Promise<readonly WorkerHandle[]>;
   readonly adapters: readonly Adapter[];
   /** Prefix for every key of this contender, so contenders never share a lock. */
   keyPrefix(contender: string): string;
