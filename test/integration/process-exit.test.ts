@@ -3,8 +3,12 @@
  * connection keeps it alive only while a waiter waits. And a Redis client closed before its
  * LockClient, while locks are held, is said out loud instead of leaving them locked silently.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ClientClosedError, LockClient, LockLostError } from '../../src/index.js';
+import { waitQueueKey } from '../../src/keys.js';
 import { connectClient, destroyClient } from '../support/clients.js';
 import { uniquePrefix } from '../support/keys.js';
 import { startRedis } from '../support/redis-server.js';
@@ -48,11 +52,20 @@ describe('process exit and a closed Redis client', () => {
     const locks = new LockClient(suite.redis, { keyPrefix: prefix });
     try {
       const held = await locks.lock('exports:weekly').acquire();
+      const waitingFile = join(mkdtempSync(join(tmpdir(), 'latchkey-waiting-')), 'queued');
       const worker = suite.res.worker(WAITING_ALONE, {
         REDIS_URL: suite.url,
         KEY_PREFIX: prefix,
         NAME: 'exports:weekly',
+        WAITING_FILE: waitingFile,
       });
+      // Queued in Redis: its attempt found the lock held while it listened on its channels.
+      await waitUntil(
+        'the waiter queued',
+        async () => (await suite.admin.lLen(waitQueueKey(held.key))) === 1,
+        EXIT_WITHIN_MS,
+      );
+      writeFileSync(waitingFile, '');
       await worker.next((message) => message['type'] === 'waiting', EXIT_WITHIN_MS);
       // Long enough for a process that nothing keeps alive to have exited.
       const early = await Promise.race([
