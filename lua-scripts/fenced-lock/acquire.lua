@@ -16,6 +16,9 @@
 --   token larger than any issued before, so a token never goes back;
 --   otherwise what lock/acquire.lua returns: {pttl, pushed} when another owner holds the lock,
 --   -3 when the request was cancelled, -4 when the owner's hold was lost.
+-- On a read-only replica the answer -4, like every answer that writes, fails with READONLY
+-- (include/refuse-on-replica.lua): a client that reached one asks again rather than hear its
+-- hold was lost from a stale node.
 local lockKey = KEYS[1]
 local requestKey = KEYS[2]
 local queueKey = KEYS[3]

@@ -8,6 +8,8 @@
 -- ARGV[4] expected: hold count the caller believes the owner has before this call (integer >= 1)
 -- Returns what lock/release.lua returns (0 holds remain, 1 freed, nil holds nothing, -4 changed);
 --   a hand-over's grant message is `<ticket> <token>`, the token from INCR of KEYS[3].
+-- On a read-only replica every answer here fails with READONLY (include/refuse-on-replica.lua),
+-- so a client that reached one asks again rather than hear of its hold from a stale node.
 local lockKey = KEYS[1]
 local queueKey = KEYS[2]
 local tokenKey = KEYS[3]

@@ -1,6 +1,7 @@
 -- Takes or re-enters a reentrant lock (hash `owner -> hold count`) for one owner, or queues it.
 -- The contract is lock/acquire.lua's, with the script's keys and arguments as parameters (`expected` a number,
 -- `retry` a boolean), except that taking the lock returns true, so each kind adds its own reply.
+-- @include refuse-on-replica
 local function acquireHold(lockKey, requestKey, queueKey, lease, owner, expected, waiter, queuedAs, queueTtl, retry)
   -- The owner holds the lock now: it waits no longer. An earlier copy of this call may have
   -- queued `waiter` before the lock came free.
@@ -28,6 +29,8 @@ local function acquireHold(lockKey, requestKey, queueKey, lease, owner, expected
     return true
   end
   if held ~= expected then
+    -- From reads alone: on a replica, ask the master instead.
+    refuseOnReplica(lockKey)
     return -4
   end
   if held == 0 and pttl ~= -2 then

@@ -2,6 +2,7 @@
 -- Contracts: lock/release.lua and lock/cancel-acquire.lua, with the scripts' keys and arguments
 -- as parameters (`expected` a number); `mint` as in hand-over.lua.
 -- @include hand-over
+-- @include refuse-on-replica
 
 -- The owner's last hold hands the lock on; an earlier one only counts down.
 local function dropOneHold(lockKey, queueKey, channel, owner, held, lease, mint)
@@ -18,11 +19,13 @@ end
 
 local function releaseHold(lockKey, queueKey, channel, lease, owner, expected, mint)
   local held = tonumber(redis.call('hget', lockKey, owner)) or 0
+  if held == expected and held > 0 then
+    return dropOneHold(lockKey, queueKey, channel, owner, held, lease, mint)
+  end
+  -- Every other answer comes from reads alone.
+  refuseOnReplica(lockKey)
   if held == 0 then
     return nil
-  end
-  if held == expected then
-    return dropOneHold(lockKey, queueKey, channel, owner, held, lease, mint)
   end
   -- A replay of a partial release whose reply was lost: report what it did, never apply it twice.
   if held == expected - 1 then

@@ -22,6 +22,9 @@
 --   nothing is changed (a cancelled request may still queue its waiter; the client passes a
 --   hand-over to a waiter it gave up on);
 --   -4 when the owner's hold count is neither expected nor expected + 1 (its hold was lost).
+-- On a read-only replica the answer -4, like every answer that writes, fails with READONLY
+-- (include/refuse-on-replica.lua): a client that reached one asks again rather than hear its
+-- hold was lost from a stale node.
 local lockKey = KEYS[1]
 local requestKey = KEYS[2]
 local queueKey = KEYS[3]

@@ -12,6 +12,8 @@
 --   nil when the owner holds nothing: a replay of a last release that was applied, or a hold
 --   that was lost (the caller tells them apart by whether it is retrying within the lease);
 --   -4 when the owner's count is neither expected nor expected - 1 (nothing is changed).
+-- On a read-only replica every answer here fails with READONLY (include/refuse-on-replica.lua),
+-- so a client that reached one asks again rather than hear of its hold from a stale node.
 local lockKey = KEYS[1]
 local queueKey = KEYS[2]
 local channel = ARGV[1]

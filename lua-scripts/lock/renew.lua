@@ -4,8 +4,12 @@
 -- ARGV[i + 1] owner: hash field of the owner of the i-th hold
 -- Returns an array with one integer per key: 1 renewed, 0 the owner no longer holds that lock.
 -- Handed on to Redis as the caller's text: Redis would format a Lua number with sprintf.
+-- On a read-only replica every answer here fails with READONLY (include/refuse-on-replica.lua),
+-- so a client that reached one asks again rather than hear of its hold from a stale node.
 local lease = ARGV[1]
 local renewed = {}
+
+-- @include refuse-on-replica
 
 for i = 1, #KEYS do
   local lockKey = KEYS[i]
@@ -14,6 +18,8 @@ for i = 1, #KEYS do
     redis.call('pexpire', lockKey, lease)
     renewed[i] = 1
   else
+    -- From reads alone: on a replica, ask the master instead.
+    refuseOnReplica(lockKey)
     renewed[i] = 0
   end
 end

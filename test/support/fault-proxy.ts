@@ -52,6 +52,12 @@ export interface FaultProxy {
   blackhole(on: boolean): void;
   /** Destroys every proxied connection with RST on both sides; returns how many there were. */
   resetAll(): number;
+  /**
+   * Sends connections accepted from now on to another server; open ones stay where they are. With
+   * resetAll(), a client that reconnects by the same address reaches another node, as after a
+   * failover behind a fixed address.
+   */
+  retarget(host: string, port: number): void;
   /** Proxied connections currently open. */
   readonly connectionCount: number;
   /** Connections accepted since the proxy started. */
@@ -72,6 +78,9 @@ interface Queued {
 interface ProxyState {
   latencyMs: number;
   blackholed: boolean;
+  /** Where connections accepted from now on go. */
+  targetHost: string;
+  targetPort: number;
 }
 
 /** One direction of a proxied connection: source -> (delay, hold) -> destination. */
@@ -167,15 +176,10 @@ class Connection {
   #closed = false;
   readonly #onClosed: (connection: Connection) => void;
 
-  constructor(
-    client: Socket,
-    options: FaultProxyOptions,
-    state: ProxyState,
-    onClosed: (c: Connection) => void,
-  ) {
+  constructor(client: Socket, state: ProxyState, onClosed: (c: Connection) => void) {
     this.#client = client;
     this.#onClosed = onClosed;
-    this.#upstream = netConnect({ host: options.targetHost, port: options.targetPort, allowHalfOpen: true });
+    this.#upstream = netConnect({ host: state.targetHost, port: state.targetPort, allowHalfOpen: true });
     client.setNoDelay(true);
     this.#upstream.setNoDelay(true);
     this.#relays = [new Relay(client, this.#upstream, state), new Relay(this.#upstream, client, state)];
@@ -220,7 +224,12 @@ class Connection {
 
 /** Starts a proxy to `targetHost:targetPort` on a free loopback port. */
 export async function startFaultProxy(options: FaultProxyOptions): Promise<FaultProxy> {
-  const state: ProxyState = { latencyMs: 0, blackholed: false };
+  const state: ProxyState = {
+    latencyMs: 0,
+    blackholed: false,
+    targetHost: options.targetHost,
+    targetPort: options.targetPort,
+  };
   const connections = new Set<Connection>();
   let accepted = 0;
   let closing: Promise<void> | undefined;
@@ -231,7 +240,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       return;
     }
     accepted += 1;
-    connections.add(new Connection(client, options, state, (c) => connections.delete(c)));
+    connections.add(new Connection(client, state, (c) => connections.delete(c)));
   });
   server.on('error', () => {
     // Listen errors surface through the listen() promise below; nothing else is expected.
@@ -257,6 +266,10 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     blackhole(on: boolean): void {
       state.blackholed = on;
       if (!on) for (const connection of connections) connection.pump();
+    },
+    retarget(host: string, port: number): void {
+      state.targetHost = host;
+      state.targetPort = port;
     },
     resetAll(): number {
       const all = [...connections];
