@@ -68,14 +68,19 @@ describe('a client that reaches a read-only replica', () => {
     };
   }
 
-  /** Sends the proxy's connections to the replica until it has refused `count` more calls, then back. */
-  async function detour(proxy: FaultProxy, count: number): Promise<void> {
+  /**
+   * Sends the proxy's connections to the replica, runs `start`, waits until the replica has
+   * refused a call, then sends them back to the master; returns what `start` returned.
+   */
+  async function viaReplica<T>(proxy: FaultProxy, start: () => T): Promise<T> {
     const before = await refusals();
     proxy.retarget('127.0.0.1', replica.port);
     proxy.resetAll();
-    await waitUntil('the replica refused a call', async () => (await refusals()) >= before + count, 10_000);
+    const started = start();
+    await waitUntil('the replica refused a call', async () => (await refusals()) > before, 10_000);
     proxy.retarget('127.0.0.1', master.port);
     proxy.resetAll();
+    return started;
   }
 
   it('a release that reaches the replica is retried on the master, not reported as a lost hold', async () => {
@@ -84,13 +89,8 @@ describe('a client that reaches a read-only replica', () => {
     try {
       const lease = await client.locks.lock('ledger').acquire();
       expect(await admin.exists(lease.key)).toBe(1);
-      proxy.retarget('127.0.0.1', replica.port);
-      proxy.resetAll();
-      const before = await refusals();
-      const released = lease.release();
-      await waitUntil('the replica refused the release', async () => (await refusals()) > before, 10_000);
-      proxy.retarget('127.0.0.1', master.port);
-      proxy.resetAll();
+      // Wrapped: the release's promise settles only once the master answers.
+      const { released } = await viaReplica(proxy, () => ({ released: lease.release() }));
       await released;
       expect(await admin.exists(lease.key)).toBe(0);
       expect(client.lost).toEqual([]);
@@ -106,7 +106,7 @@ describe('a client that reaches a read-only replica', () => {
     const client = await lockClient(proxy, { watchdogTimeoutMs: 3_000 });
     try {
       const lease = await client.locks.lock('ledger').acquire();
-      await detour(proxy, 1);
+      await viaReplica(proxy, () => undefined);
       // A renewal on the master again: the lease is set anew.
       await waitUntil('renewed on the master', async () => (await admin.pTTL(lease.key)) > 2_500, 5_000);
       expect(client.lost).toEqual([]);
