@@ -33,12 +33,11 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
  * @internal
  */
 function bracesProblem(key: string): string | undefined {
-  const open = key.split('{').length - 1;
-  const close = key.split('}').length - 1;
-  if (open === 0 && close === 0) return undefined;
+  // Scanned in place: a handle is made on every call of lock(), so no arrays are made here.
   const start = key.indexOf('{');
   const end = key.indexOf('}');
-  if (open !== 1 || close !== 1 || end < start) {
+  if (start === -1 && end === -1) return undefined;
+  if (start === -1 || end < start || key.indexOf('{', start + 1) !== -1 || key.indexOf('}', end + 1) !== -1) {
     return 'braces must form exactly one `{hash tag}`';
   }
   if (end === start + 1) return 'an empty `{}` hash tag is not allowed';
