@@ -28,7 +28,7 @@ const SCENARIO_ORDER = [
 
 const DESCRIPTIONS: Readonly<Record<string, string>> = {
   uncontended:
-    "acquire + release of one key, one cycle after another. Every contender is measured in the same worker process over the same stretch of time, each with its own session (its own clients): after all have connected, the cycles run in blocks of 100 handed round-robin from contender to contender, the first contender moving one place each round; the first rounds are a warm-up and not recorded (2 of 8 quick, 10 of 60 full), the rest give 600 (quick) or 5,000 (full) cycles per contender. p50Ms/p99Ms: over all of a contender's recorded cycles; opsPerSec: its recorded cycles over the summed time of its own blocks. So machine noise and warm-up order fall on every contender alike and their p50s can be compared. A contender that throws or stalls (30 s per block) is failed alone and the others go on; an unhandled rejection counts against the contender whose step (connect, block, close) was running. roundTripsPerCycle: requests the client sent per cycle, counted by a proxy in a separate pass afterwards, one contender at a time.",
+    "acquire + release of one key, one cycle after another. Every contender is measured in the same worker process over the same stretch of time, each with its own session (its own clients): after all have connected, the cycles run in blocks of 100 handed round-robin from contender to contender, the first contender moving one place each round; the first rounds are a warm-up and not recorded (2 of 8 quick, 10 of 60 full), the rest give 600 (quick) or 5,000 (full) cycles per contender. p50Ms/p99Ms: over all of a contender's recorded cycles; opsPerSec: its recorded cycles over the summed time of its own blocks. So machine noise and warm-up order fall on every contender alike and their p50s can be compared. A contender that throws or stalls (30 s per block) is failed alone and the others go on; an unhandled rejection counts against the contender whose step (connect, block, close) was running. roundTripsPerCycle: requests the client sent per cycle, counted by a proxy in a separate pass afterwards, one contender at a time; cmdsPerCycle and redisCpuUsPerCycle: in that pass, the Redis commands (a script's own calls included) and the Redis CPU time (INFO cpu) per cycle.",
   'uncontended-distinct': 'the same on a fresh key every cycle (same metric names).',
   handoff:
     "a holder in one process releases while a waiter in another is blocked in acquire (the parent waits for the waiter to report it called acquire, then 25 ms, 15 ms in a quick run); from the stamp right before release() to the stamp right after the waiter's acquire resolved. Polling peers are capped in time (target 500 handoffs full / 100 quick; polling peers stop after 90 s full / 5 s quick and need at least 200 / 20; the count measured is in the handoffs column). `floor-pubsub` is the floor of a hand-off by pub/sub: the holder's one EVALSHA gives the lock to the queued waiter and PUBLISHes, and the waiter in the other process is done when the message arrives.",
@@ -136,6 +136,25 @@ function renewalOf(
   return { measured: calls !== undefined, ok, detail };
 }
 
+/**
+ * What each of `names` costs Redis per uncontended cycle (commands, a script's own calls
+ * included, and CPU time), from the round-trip pass: where the time between a lock and the
+ * fastest peer goes on the server.
+ */
+function uncontendedCosts(
+  m: (scenario: string, contender: string, name: string) => number | undefined,
+  names: readonly string[],
+): string {
+  const parts = names.flatMap((name) => {
+    const commands = m('uncontended', name, 'cmdsPerCycle');
+    const cpu = m('uncontended', name, 'redisCpuUsPerCycle');
+    return commands === undefined || cpu === undefined || commands < 0 || cpu < 0
+      ? []
+      : [`${name} ${num(commands)} commands, ${num(cpu)} µs`];
+  });
+  return parts.length === 0 ? '' : `; Redis per cycle: ${parts.join('; ')}`;
+}
+
 export function targets(results: Results): Verdict[] {
   const verdicts: Verdict[] = [];
   const m = (scenario: string, contender: string, name: string): number | undefined =>
@@ -161,7 +180,10 @@ export function targets(results: Results): Verdict[] {
       uncLk === undefined || fastest === undefined ? undefined : uncLk <= fastest[1],
       fastest === undefined
         ? `latchkey ${ms(uncLk)}; no peer measured`
-        : `latchkey ${ms(uncLk)} vs ${fastest[0]} ${ms(fastest[1])} = ${x(ratio(uncLk, fastest[1]))}`,
+        : `latchkey ${ms(uncLk)} vs ${fastest[0]} ${ms(fastest[1])} = ${x(ratio(uncLk, fastest[1]))}${uncontendedCosts(
+            m,
+            ['latchkey', fastest[0], 'floor-setnx', 'floor-2evalsha'],
+          )}`,
     ),
   );
 

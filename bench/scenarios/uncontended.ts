@@ -7,6 +7,7 @@
 import { CONTENDER_NAMES, type ContenderName, type Session } from '../contenders/types.js';
 import { nowNs } from '../ipc.js';
 import { CountingProxy, totalOf } from '../proxy.js';
+import { costSince, serverCost } from '../redis.js';
 import { latency, round } from '../stats.js';
 import { closeSession, openSession, session, unhandledCount } from '../worker-state.js';
 import {
@@ -202,8 +203,15 @@ function sizes(quick: boolean): Sizes {
     : { warmupRounds: 10, rounds: 50, blockCycles: 100, countedCycles: 500 };
 }
 
-/** Requests per cycle for each contender, or the reason its pass failed. */
-type RoundTrips = Record<string, { readonly perCycle: number } | { readonly error: string }>;
+/**
+ * Requests per cycle for each contender, with the Redis commands (a script's own calls
+ * included) and Redis CPU time they cost, or the reason its pass failed.
+ */
+type RoundTrips = Record<
+  string,
+  | { readonly perCycle: number; readonly commands: number; readonly cpuUs: number }
+  | { readonly error: string }
+>;
 
 /**
  * One contender after another, each with a fresh session through one proxy that stays up for
@@ -240,6 +248,7 @@ async function roundTrips(
           cycles: 50,
         });
         proxy.take();
+        const costBefore = await serverCost(context.redis.admin);
         await worker.call({
           op: 'uncontended.cycles',
           session: sessionId,
@@ -247,13 +256,18 @@ async function roundTrips(
           distinct,
           cycles: countedCycles,
         });
+        const cost = costSince(costBefore, await serverCost(context.redis.admin));
         const perCycle = totalOf(proxy.take()) / countedCycles;
         await worker.call({ op: 'disconnect', session: sessionId });
         const unhandled = (await worker.call<number>({ op: 'unhandled' })) - before;
         result[name] =
           unhandled > 0
             ? { error: `${unhandled} unhandled rejection(s) in the round-trip pass` }
-            : { perCycle };
+            : {
+                perCycle,
+                commands: cost.commands / countedCycles,
+                cpuUs: cost.cpuUs / countedCycles,
+              };
       } catch (error) {
         result[name] = { error: `round-trip pass: ${message(error)}` };
         await worker.call({ op: 'disconnect', session: sessionId }).catch(() => undefined);
@@ -274,6 +288,8 @@ function outcome(timing: Timing | undefined, trips: RoundTrips[string] | undefin
     p99Ms: round(summary.p99Ms, 4),
     opsPerSec: round(timing.durations.length / (timing.elapsedNs / 1e9), 1),
     roundTripsPerCycle: trips !== undefined && 'perCycle' in trips ? round(trips.perCycle, 3) : -1,
+    cmdsPerCycle: trips !== undefined && 'perCycle' in trips ? round(trips.commands, 2) : -1,
+    redisCpuUsPerCycle: trips !== undefined && 'perCycle' in trips ? round(trips.cpuUs, 1) : -1,
     cycles: timing.durations.length,
   };
   if (timing.unhandled > 0) {
