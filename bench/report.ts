@@ -33,7 +33,7 @@ const DESCRIPTIONS: Readonly<Record<string, string>> = {
   handoff:
     "a holder in one process releases while a waiter in another is blocked in acquire (the parent waits for the waiter to report it called acquire, then 25 ms, 15 ms in a quick run); from the stamp right before release() to the stamp right after the waiter's acquire resolved. Polling peers are capped in time (target 500 handoffs full / 100 quick; polling peers stop after 90 s full / 5 s quick and need at least 200 / 20; the count measured is in the handoffs column). `floor-pubsub` is the floor of a hand-off by pub/sub: the holder's one EVALSHA gives the lock to the queued waiter and PUBLISHes, and the waiter in the other process is done when the message arrives.",
   'handoff-paired':
-    "the handoff of latchkey and of floor-pubsub, timed by turns in the same two worker processes over the same stretch of time: blocks of hand-offs (20 full, 10 quick) alternate between the two, the first moving one place each round, after a warm-up round or two. A full run does this in three pairs of fresh processes, one after the other (9 rounds each), and pools their hand-offs: 540 recorded hand-offs each (100 quick, one pair); pairNP50Ms is one pair's own p50. The same build's ratio to the floor differs from one pair of processes to the next by more than the target's margin, so one pair says too little. The handoff scenario measures each contender in its own worker pool, minutes apart, and on a shared machine its p50s drift between pools by more than that again; the hand-off targets use this scenario when it was measured.",
+    "the handoff of latchkey and of floor-pubsub, timed by turns in the same two worker processes over the same stretch of time: blocks of hand-offs (20 full, 10 quick) alternate between the two, the first moving one place each round, after a warm-up round or two. A full run does this in three pairs of fresh processes, one after the other (9 rounds each), and pools their hand-offs: 540 recorded hand-offs each (100 quick, one pair); pairNP50Ms is one pair's own p50. The same build's ratio to the floor differs from one pair of processes to the next by more than the target's margin, so one pair says too little. The handoff scenario measures each contender in its own worker pool, minutes apart, and on a shared machine its p50s drift between pools by more than that again; the hand-off targets use this scenario when it was measured. redisUsP50: after the timed rounds, in the last pair, 60 more hand-offs each (20 quick) with Redis's SLOWLOG logging every command: the p50 of what the commands sent between the release and the acquisition took to execute on the server (a script with its own calls), in µs; those hand-offs are not timed.",
   'contended-8':
     '8 contenders over 4 processes, one key, 1 ms hold (a real timer await), no think time, fixed duration after a common start. acqPerSec, jain, maxWaitMs from the timing pass; cmdsPerAcq (INFO commandstats delta, script-internal calls included, INFO itself excluded) and redisCpuUsPerAcq (used_cpu_user+sys delta) from the same pass; roundTripsPerAcq from a separate pass through a counting proxy (requests the clients sent), after a warm-up pass on the same key through the same proxy; warmupRoundTripsPerAcq: the same for the warm-up, which carries what a client does once per lock (loading its scripts, subscribing). giveUps: times the library gave up at its defaults and the adapter asked again.',
   'contended-32': 'the same with 32 contenders.',
@@ -150,7 +150,7 @@ function uncontendedCosts(
     const cpu = m('uncontended', name, 'redisCpuUsPerCycle');
     return commands === undefined || cpu === undefined || commands < 0 || cpu < 0
       ? []
-      : [`${name} ${num(commands)} commands, ${num(cpu)} µs`];
+      : [`${name} ${num(commands)} commands, ${num(Math.round(cpu))} µs CPU`];
   });
   return parts.length === 0 ? '' : `; Redis per cycle: ${parts.join('; ')}`;
 }
@@ -204,11 +204,17 @@ export function targets(results: Results): Verdict[] {
     if (r === undefined) break;
     pairRatios.push(x(r));
   }
+  const redisLk = m('handoff-paired', 'latchkey', 'redisUsP50');
+  const redisFloor = m('handoff-paired', 'floor-pubsub', 'redisUsP50');
+  const redisOnPath =
+    redisLk === undefined || redisFloor === undefined
+      ? ''
+      : `Redis's own time on the path (SLOWLOG pass, p50): latchkey ${num(redisLk)} µs, floor-pubsub ${num(redisFloor)} µs`;
   verdicts.push(
     verdict(
       'handoff p50 <= 1.2x floor-pubsub',
       hoRatio === undefined ? undefined : hoRatio <= 1.2,
-      `${paired ? 'handoff-paired: ' : ''}latchkey ${ms(paired ? pairLk : hoLk)} / floor-pubsub ${ms(hoFloor)} = ${x(hoRatio)} (needs <= 1.20x)${pairRatios.length > 1 ? `; each pair of processes alone: ${pairRatios.join(', ')}` : ''}`,
+      `${paired ? 'handoff-paired: ' : ''}latchkey ${ms(paired ? pairLk : hoLk)} / floor-pubsub ${ms(hoFloor)} = ${x(hoRatio)} (needs <= 1.20x)${pairRatios.length > 1 ? `; each pair of processes alone: ${pairRatios.join(', ')}` : ''}${redisOnPath === '' ? '' : `; ${redisOnPath}`}`,
     ),
   );
   for (const peer of POLLING) {

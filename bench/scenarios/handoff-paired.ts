@@ -13,9 +13,10 @@
 // waiter's acquire resolved.
 import type { ContenderName } from '../contenders/types.js';
 import type { WorkerHandle } from '../ipc.js';
+import type { Admin } from '../redis.js';
 import { overlaps, latency, round, type Interval } from '../stats.js';
 import { type InterleavedContext, type InterleavedScenario, type Outcome } from './common.js';
-import { oneHandoff } from './handoff.js';
+import { oneHandoff, type HandoffHooks } from './handoff.js';
 
 /** The pair this scenario times: latchkey's lock and the floor its hand-off target names. */
 const PAIR: readonly ContenderName[] = ['latchkey', 'floor-pubsub'];
@@ -36,6 +37,60 @@ function sizes(quick: boolean): {
     : { pairs: 3, warmupRounds: 2, rounds: 9, block: 20, settleMs: 25 };
 }
 
+/** Hand-offs per contender in the pass that reads Redis's own time off SLOWLOG (last pair only). */
+const REDIS_PASS = { quick: 20, full: 60 } as const;
+
+/**
+ * Redis's own time on the path of one hand-off, from its SLOWLOG with every command logged:
+ * what the commands sent between the holder's release and the waiter's acquisition took to
+ * execute on the server (a script with the calls it made; the harness's SLOWLOG calls left
+ * out), in µs. Logging every command costs the server time of its own, so these hand-offs are
+ * not timed.
+ */
+function redisTimeProbe(admin: Admin): HandoffHooks & { readonly times: number[] } {
+  const times: number[] = [];
+  return {
+    times,
+    async beforeRelease() {
+      await admin.sendCommand(['SLOWLOG', 'RESET']);
+    },
+    async acquired() {
+      const entries = await admin.sendCommand<unknown[]>(['SLOWLOG', 'GET', '1000']);
+      let total = 0;
+      for (const entry of entries) {
+        if (!Array.isArray(entry)) continue;
+        const [, , duration, args, client] = entry as [unknown, unknown, unknown, unknown, unknown];
+        const command = Array.isArray(args) ? String(args[0]).toLowerCase() : '';
+        // A script's own calls are logged apart, from no client ("?:0"), and within its time.
+        if (client === '?:0' || command === 'slowlog') continue;
+        total += Number(duration);
+      }
+      times.push(total);
+    },
+  };
+}
+
+/** Sets a config parameter for the time `during` runs, then puts back what it was. */
+async function withConfig<T>(
+  admin: Admin,
+  settings: Record<string, string>,
+  during: () => Promise<T>,
+): Promise<T> {
+  const saved: Record<string, string> = {};
+  for (const name of Object.keys(settings)) {
+    const reply = await admin.sendCommand<unknown[]>(['CONFIG', 'GET', name]);
+    saved[name] = String(reply[1]);
+  }
+  for (const [name, value] of Object.entries(settings))
+    await admin.sendCommand(['CONFIG', 'SET', name, value]);
+  try {
+    return await during();
+  } finally {
+    for (const [name, value] of Object.entries(saved))
+      await admin.sendCommand(['CONFIG', 'SET', name, value]);
+  }
+}
+
 interface PairState {
   readonly name: ContenderName;
   readonly key: string;
@@ -43,6 +98,8 @@ interface PairState {
   /** The hand-offs of each pair of processes, in order. */
   readonly byPair: number[][];
   readonly intervals: Interval[];
+  /** Redis's own time per hand-off from the SLOWLOG pass, µs. */
+  redisUs: readonly number[];
   error: string | undefined;
 }
 
@@ -71,6 +128,7 @@ export const handoffPaired: InterleavedScenario = {
         handoffs: [],
         byPair: [],
         intervals: [],
+        redisUs: [],
         error: undefined,
       });
     }
@@ -128,6 +186,34 @@ export const handoffPaired: InterleavedScenario = {
             }
           }
         }
+        if (pair === pairs - 1) {
+          for (const state of states) {
+            if (state.error !== undefined) continue;
+            const probe = redisTimeProbe(context.redis.admin);
+            try {
+              await withConfig(
+                context.redis.admin,
+                { 'slowlog-log-slower-than': '0', 'slowlog-max-len': '1000' },
+                async () => {
+                  for (let i = 0; i < (context.quick ? REDIS_PASS.quick : REDIS_PASS.full); i += 1) {
+                    const one = await oneHandoff(
+                      holder,
+                      waiter,
+                      { holder: sessionOf(state, 'holder'), waiter: sessionOf(state, 'waiter') },
+                      state.key,
+                      settleMs,
+                      probe,
+                    );
+                    state.intervals.push(...one.intervals);
+                  }
+                },
+              );
+              state.redisUs = probe.times;
+            } catch (error) {
+              state.error = `SLOWLOG pass: ${message(error)}`;
+            }
+          }
+        }
       } finally {
         for (const state of states) {
           await holder.call({ op: 'disconnect', session: sessionOf(state, 'holder') }).catch(() => undefined);
@@ -161,6 +247,10 @@ export const handoffPaired: InterleavedScenario = {
       state.byPair.forEach((handoffs, pair) => {
         if (handoffs.length > 0) metrics[`pair${pair + 1}P50Ms`] = round(latency(handoffs).p50Ms, 4);
       });
+      if (state.redisUs.length > 0) {
+        const sorted = [...state.redisUs].sort((a, b) => a - b);
+        metrics['redisUsP50'] = sorted[Math.floor(sorted.length / 2)] ?? 0;
+      }
       const overlapping = overlaps(state.intervals);
       outcomes[state.name] =
         state.error !== undefined

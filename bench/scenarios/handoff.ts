@@ -45,10 +45,17 @@ export const handoffOps: WorkerOps = {
   },
 };
 
+/** Steps run just before the holder releases and just after the waiter has the lock. */
+export interface HandoffHooks {
+  beforeRelease(): Promise<void>;
+  acquired(): Promise<void>;
+}
+
 /**
  * One hand-off between the holder's and the waiter's sessions on `key`: the holder takes the
- * lock, the waiter calls acquire and is given `settleMs` to be blocked, the holder releases.
- * Returns the hand-off (ns) and both holds' [start, release called] stamps.
+ * lock, the waiter calls acquire and is given `settleMs` to be blocked, the holder releases
+ * (with `around`'s steps just before and once the waiter has the lock). Returns the hand-off
+ * (ns) and both holds' [start, release called] stamps.
  */
 export async function oneHandoff(
   holder: WorkerHandle,
@@ -56,6 +63,7 @@ export async function oneHandoff(
   sessions: { readonly holder: string; readonly waiter: string },
   key: string,
   settleMs: number,
+  around?: HandoffHooks,
 ): Promise<{ readonly handoffNs: number; readonly intervals: readonly Interval[] }> {
   await holder.call({ op: 'handoff.hold', session: sessions.holder, key });
   const calling = waiter.next((event) => event.event === 'calling', 30_000);
@@ -63,8 +71,10 @@ export async function oneHandoff(
   await calling;
   // Give the waiter time to be truly blocked (its first attempt answered, subscribed).
   await sleep(settleMs);
+  await around?.beforeRelease();
   const [held, releasing] = await holder.call<[number, number]>({ op: 'handoff.release' });
   const acquired = await waited;
+  await around?.acquired();
   const [waiterHeld, waiterReleasing] = await waiter.call<[number, number]>({ op: 'handoff.release' });
   return {
     handoffNs: acquired - releasing,
