@@ -4,8 +4,16 @@
 -- ARGV[i + 1] token of the i-th hold
 -- Returns an array with one integer per key: 1 renewed, 0 the key no longer holds that token.
 -- Handed on to Redis as the caller's text: Redis would format a Lua number with sprintf.
+-- On a read-only replica every answer here fails with READONLY
+-- (include/refuse-on-replica-string.lua), so a client that reached one asks again rather than
+-- hear of its hold from a stale node. On a master out of memory (maxmemory reached, no eviction)
+-- a call in which no key holds its token fails with OOM instead.
 local lease = ARGV[1]
 local renewed = {}
+-- A key whose answer came from reads alone.
+local unheld = nil
+
+-- @include refuse-on-replica-string
 
 for i = 1, #KEYS do
   if redis.call('get', KEYS[i]) == ARGV[i + 1] then
@@ -13,6 +21,12 @@ for i = 1, #KEYS do
     renewed[i] = 1
   else
     renewed[i] = 0
+    unheld = KEYS[i]
   end
+end
+if unheld ~= nil then
+  -- On a replica, ask the master instead. Once, after the renewals: a master out of memory
+  -- refuses SETRANGE only as a script's first write, so a call that renews any hold answers.
+  refuseOnReplicaString(unheld)
 end
 return renewed
