@@ -14,6 +14,9 @@
 --   expires or the first waiting writer lapses, whichever is sooner);
 --   -3 when the request was cancelled (KEYS[2] exists) and would take the lock: nothing changed;
 --   -4 when the owner's read count is neither expected nor expected + 1 (its hold was lost).
+-- On a read-only replica the answer -4, like every answer that writes, fails with READONLY
+-- (include/refuse-on-replica.lua): a client that reached one asks again rather than hear its
+-- hold was lost from a stale node.
 local lockKey = KEYS[1]
 local requestKey = KEYS[2]
 local leasePrefix = KEYS[3]
@@ -25,6 +28,7 @@ local writer = ARGV[3]
 local expected = tonumber(ARGV[4])
 
 -- @include read-write-lock
+-- @include refuse-on-replica
 
 local held = tonumber(redis.call('hget', lockKey, owner)) or 0
 if held == expected + 1 then
@@ -34,6 +38,8 @@ if held == expected + 1 then
   return nil
 end
 if held ~= expected then
+  -- From reads alone: on a replica, ask the master instead.
+  refuseOnReplica(lockKey)
   return -4
 end
 

@@ -10,6 +10,8 @@
 --   live hold is left; otherwise, in read mode, its PTTL becomes the longest reader lease left);
 --   nil when the owner holds no read lock: a replay of a last release, or a lost hold;
 --   -4 when the owner's count is neither expected nor expected - 1 (nothing is changed).
+-- On a read-only replica every answer here fails with READONLY (include/refuse-on-replica.lua),
+-- so a client that reached one asks again rather than hear of its hold from a stale node.
 local lockKey = KEYS[1]
 local leasePrefix = KEYS[2]
 local channel = ARGV[1]
@@ -17,18 +19,21 @@ local owner = ARGV[2]
 local expected = tonumber(ARGV[3])
 
 -- @include read-write-lock
+-- @include refuse-on-replica
 
 local held = tonumber(redis.call('hget', lockKey, owner)) or 0
-if held == 0 then
-  return nil
-end
-if held == expected then
+if held == expected and held > 0 then
   dropReadHold(lockKey, leasePrefix, owner, held)
   afterReaderChange(lockKey, leaseBase(leasePrefix, owner), channel)
   if held > 1 then
     return 0
   end
   return 1
+end
+-- Every other answer comes from reads alone.
+refuseOnReplica(lockKey)
+if held == 0 then
+  return nil
 end
 -- A replay of a partial release whose reply was lost: report what it did, never apply it twice.
 if held == expected - 1 then

@@ -8,10 +8,13 @@
 --   whose field is there but every lease key lapsed (it stalled past its lease while other
 --   readers kept the hash alive) holds nothing: its field is dropped, and the lock freed with `0`
 --   published if no live reader is left.
+-- On a read-only replica every answer here fails with READONLY (include/refuse-on-replica.lua),
+-- so a client that reached one asks again rather than hear of its hold from a stale node.
 local lease = ARGV[1]
 local renewed = {}
 
 -- @include read-write-lock
+-- @include refuse-on-replica
 
 for i = 1, #KEYS, 2 do
   local lockKey = KEYS[i]
@@ -32,6 +35,9 @@ for i = 1, #KEYS, 2 do
       redis.call('hdel', lockKey, owner)
       afterReaderChange(lockKey, leaseBase(leasePrefix, owner), channel)
     end
+  else
+    -- From reads alone: on a replica, ask the master instead.
+    refuseOnReplica(lockKey)
   end
   renewed[#renewed + 1] = alive and 1 or 0
 end

@@ -18,6 +18,9 @@
 --   -4 when the owner's write count is neither expected nor expected + 1 (its hold was lost);
 --   -5 when the owner holds the read lock and not the write lock: an upgrade, refused (it would
 --   wait for itself); nothing changed.
+-- On a read-only replica the answer -4, like every answer that writes, fails with READONLY
+-- (include/refuse-on-replica.lua): a client that reached one asks again rather than hear its
+-- hold was lost from a stale node.
 local lockKey = KEYS[1]
 local requestKey = KEYS[2]
 local writersKey = KEYS[3]
@@ -30,6 +33,7 @@ local writerTimeout = ARGV[5]
 local waiting = ARGV[6] == '1'
 
 -- @include read-write-lock
+-- @include refuse-on-replica
 
 local held = tonumber(redis.call('hget', lockKey, writer)) or 0
 if held == expected + 1 then
@@ -39,6 +43,8 @@ if held == expected + 1 then
   return nil
 end
 if held ~= expected then
+  -- From reads alone: on a replica, ask the master instead.
+  refuseOnReplica(lockKey)
   return -4
 end
 if held == 0 and redis.call('hexists', lockKey, reader) == 1 then

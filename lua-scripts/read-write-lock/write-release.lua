@@ -10,6 +10,8 @@
 --   also holds the read lock (a downgrade); `1` is published either way, so waiters try again;
 --   nil when the owner holds no write lock: a replay of a last release, or a lost hold;
 --   -4 when the owner's count is neither expected nor expected - 1 (nothing is changed).
+-- On a read-only replica every answer here fails with READONLY (include/refuse-on-replica.lua),
+-- so a client that reached one asks again rather than hear of its hold from a stale node.
 local lockKey = KEYS[1]
 local channel = ARGV[1]
 local lease = ARGV[2]
@@ -17,12 +19,10 @@ local writer = ARGV[3]
 local expected = tonumber(ARGV[4])
 
 -- @include read-write-lock
+-- @include refuse-on-replica
 
 local held = tonumber(redis.call('hget', lockKey, writer)) or 0
-if held == 0 then
-  return nil
-end
-if held == expected then
+if held == expected and held > 0 then
   if held > 1 then
     redis.call('hincrby', lockKey, writer, '-1')
     extendTo(lockKey, lease)
@@ -31,6 +31,11 @@ if held == expected then
   redis.call('hdel', lockKey, writer)
   afterWriterLeft(lockKey, channel)
   return 1
+end
+-- Every other answer comes from reads alone.
+refuseOnReplica(lockKey)
+if held == 0 then
+  return nil
 end
 -- A replay of a partial release whose reply was lost: report what it did, never apply it twice.
 if held == expected - 1 then
