@@ -5,9 +5,13 @@
 -- ARGV[2i + 1] permit id of the i-th hold: 32 hex digits (secret)
 -- Returns an array with one integer per hold: 1 renewed, 0 the permit is no longer out under that id
 --   (its lease ended and it was given back, or it was released by id or force-released).
+-- On a read-only replica every answer here fails with READONLY
+-- (include/refuse-on-replica-zset.lua), so a client that reached one asks again rather than hear
+-- of its permit from a stale node.
 local lease = tonumber(ARGV[1])
 
 -- @include permit-reclaim
+-- @include refuse-on-replica-zset
 
 local now = permitNowMs()
 local renewed = {}
@@ -20,6 +24,8 @@ for i = 1, #KEYS / 2 do
     redis.call('zadd', timeoutKey, 'xx', permitMs(now + lease), member)
     renewed[i] = 1
   else
+    -- From reads alone: on a replica, ask the master instead.
+    refuseOnReplicaZset(timeoutKey)
     renewed[i] = 0
   end
 end
