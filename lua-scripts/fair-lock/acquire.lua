@@ -22,6 +22,9 @@
 --   -3 when the request was cancelled (KEYS[2] exists) and would take or re-enter the lock:
 --   nothing is changed;
 --   -4 when the owner's hold count is neither expected nor expected + 1 (its hold was lost).
+-- On a read-only replica the answer -4, like every answer that writes, fails with READONLY
+-- (include/refuse-on-replica.lua): a client that reached one asks again rather than hear its
+-- hold was lost from a stale node.
 local lockKey = KEYS[1]
 local requestKey = KEYS[2]
 local queueKey = KEYS[3]
@@ -34,6 +37,7 @@ local waiting = ARGV[4] == '1'
 local waiterTimeout = tonumber(ARGV[5])
 
 -- @include fair-queue
+-- @include refuse-on-replica
 
 local now = redisNowMs()
 dropStaleHeads(queueKey, timeoutKey, now)
@@ -56,6 +60,8 @@ if held == expected + 1 then
   return nil
 end
 if held ~= expected then
+  -- From reads alone: on a replica, ask the master instead.
+  refuseOnReplica(lockKey)
   return -4
 end
 

@@ -14,6 +14,8 @@
 --   nil when the owner holds nothing: a replay of a last release that was applied, or a hold
 --   that was lost (the caller tells them apart by whether it is retrying within the lease);
 --   -4 when the owner's count is neither expected nor expected - 1 (nothing is changed).
+-- On a read-only replica every answer here fails with READONLY (include/refuse-on-replica.lua),
+-- so a client that reached one asks again rather than hear of its hold from a stale node.
 local lockKey = KEYS[1]
 local queueKey = KEYS[2]
 local timeoutKey = KEYS[3]
@@ -24,14 +26,12 @@ local owner = ARGV[3]
 local expected = tonumber(ARGV[4])
 
 -- @include fair-queue
+-- @include refuse-on-replica
 
 dropStaleHeads(queueKey, timeoutKey, redisNowMs())
 
 local held = tonumber(redis.call('hget', lockKey, owner)) or 0
-if held == 0 then
-  return nil
-end
-if held == expected then
+if held == expected and held > 0 then
   if held > 1 then
     redis.call('hincrby', lockKey, owner, '-1')
     redis.call('pexpire', lockKey, lease)
@@ -40,6 +40,11 @@ if held == expected then
   redis.call('del', lockKey)
   wakeHead(queueKey, channel)
   return 1
+end
+-- Every other answer comes from reads alone.
+refuseOnReplica(lockKey)
+if held == 0 then
+  return nil
 end
 -- A replay of a partial release whose reply was lost: report what it did, never apply it twice.
 if held == expected - 1 then
