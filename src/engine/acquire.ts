@@ -416,22 +416,34 @@ export class Acquirer {
 
   /**
    * Ends the call: cleans up (see {@link Acquirer.#finish}), then resolves with `lease` or, if
-   * `failed`, rejects with `failure`.
+   * `failed`, rejects with `failure`; a call that waited and got the lock resolves first.
    */
   #end(call: AcquireCall, lease: Lease | null | undefined, failed = false, failure?: unknown): void {
-    let cleanUp: Promise<unknown> | undefined;
-    try {
-      cleanUp = this.#finish(call);
-    } catch (error) {
-      // Not expected: the clean-up's own steps do not throw. The caller still hears of the call.
-      this.#events.error(redisError(error, `ending an acquire of lock "${call.target.name}"`) as Error);
+    if (call.acquired && call.waiter !== undefined) {
+      // A waiter that got the lock has nothing to wait for: the caller goes on first, and the
+      // waiter leaves the local queue in the microtask after (before any message or timer).
+      settle(call, lease, failed, failure);
+      void SETTLED.then(() => this.#cleanUp(call));
+      return;
     }
+    const cleanUp = this.#cleanUp(call);
     if (cleanUp === undefined) {
       settle(call, lease, failed, failure);
       return;
     }
     const settled = (): void => settle(call, lease, failed, failure);
     void cleanUp.then(settled, settled);
+  }
+
+  /** {@link Acquirer.#finish}, reporting what it throws as an error event. */
+  #cleanUp(call: AcquireCall): Promise<unknown> | undefined {
+    try {
+      return this.#finish(call);
+    } catch (error) {
+      // Not expected: the clean-up's own steps do not throw. The caller still hears of the call.
+      this.#events.error(redisError(error, `ending an acquire of lock "${call.target.name}"`) as Error);
+      return undefined;
+    }
   }
 
   /**
@@ -584,11 +596,12 @@ export class Acquirer {
       ticket.granted = undefined;
       return undefined;
     }
-    if (!ticket.takeGrant(performance.now()) || this.#holds.get(chain) !== undefined) return undefined;
+    const now = performance.now();
+    if (!ticket.takeGrant(now) || this.#holds.get(chain) !== undefined) return undefined;
     const hold = new Hold(target, call.field, call.ttlMs, call.watchdog, chain);
     hold.count = 1;
     hold.extend(ticket.sentAt);
-    this.#holds.add(hold);
+    this.#holds.add(hold, now);
     return { hold, proof };
   }
 

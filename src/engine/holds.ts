@@ -84,9 +84,12 @@ export class Holds {
     return this.#byChain.has(chain);
   }
 
-  /** A hold confirmed for the first time: kept, and renewed or watched for expiry. */
-  add(hold: Hold): void {
-    hold.acquiredAt = performance.now();
+  /**
+   * A hold confirmed for the first time: kept, and renewed or watched for expiry. `now` is the
+   * monotonic time, for a caller that has just read it.
+   */
+  add(hold: Hold, now = performance.now()): void {
+    hold.acquiredAt = now;
     this.#byChain.set(hold.chain, hold);
     this.#watchdog.track(hold);
   }

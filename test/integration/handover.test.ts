@@ -104,6 +104,58 @@ describe('the wait queue', () => {
     expect(await queued(key)).toBe(0);
   });
 
+  it('lets a waiter that was handed the lock release it and wait again at once, ahead of its own clean-up', async () => {
+    // The caller goes on before the waiter leaves the local queue; whatever it does in that
+    // same turn must find the queue and the hold as a settled acquire leaves them.
+    const prefix = uniquePrefix('handover-same-turn');
+    const key = `${prefix}report:3`;
+    const holder = await res.lockClient({ keyPrefix: prefix });
+    const first = await holder.lock('report:3').acquire();
+    const locks = await res.lockClient({ keyPrefix: prefix });
+    const lock = locks.lock('report:3');
+
+    let inside = 0;
+    let mostInside = 0;
+    const order: string[] = [];
+    const enter = (who: string): void => {
+      inside += 1;
+      mostInside = Math.max(mostInside, inside);
+      order.push(who);
+    };
+    let again: Promise<Lease> | undefined;
+    const firstWaiter = lock.acquire().then((lease) => {
+      enter('first');
+      // In the same turn as the hand-over: give the lock back and queue again behind the second.
+      inside -= 1;
+      const released = lease.release();
+      again = lock.acquire();
+      return released;
+    });
+    await waitUntil('the first waiter is queued', async () => (await queued(key)) === 1, 10_000);
+    const secondWaiter = lock.acquire().then(async (lease) => {
+      enter('second');
+      await sleep(5);
+      inside -= 1;
+      await lease.release();
+    });
+    await waitUntil('the second waiter is queued', async () => (await queued(key)) === 2, 10_000);
+
+    await first.release();
+    await within(Promise.all([firstWaiter, secondWaiter]), 5_000, 'both hand-overs');
+    const last = await within(
+      again ?? Promise.reject(new Error('the first waiter never ran')),
+      5_000,
+      'the hand-over back',
+    );
+    enter('first again');
+    expect(order).toEqual(['first', 'second', 'first again']);
+    expect(mostInside).toBe(1);
+    expect(last.holdCount).toBe(1);
+    await last.release();
+    expect(await admin.exists(key)).toBe(0);
+    expect(await queued(key)).toBe(0);
+  });
+
   it('skips a waiter whose process was killed and hands the lock to the next one', async () => {
     const prefix = uniquePrefix('handover-dead');
     const name = 'settlement:nightly';
