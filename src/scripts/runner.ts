@@ -20,6 +20,10 @@ export class CommandTimeoutError extends Error {
 
 // Server replies that mean "not now": the script did not run and may be sent again.
 const TRANSIENT_REPLY = /^(LOADING|BUSY|TRYAGAIN|MASTERDOWN|CLUSTERDOWN|READONLY|NOREPLICAS)\b/;
+// Before Redis 7 a script whose write a read-only replica refused fails with that error wrapped:
+// `ERR Error running script (call to f_<sha>): @user_script:<line>: @user_script: <line>:
+// -READONLY You can't write …`. A replica writes nothing, so the call may be sent again too.
+const SCRIPT_READONLY = /^ERR Error running script \(call to [^)]*\): .*: -READONLY /;
 
 /**
  * Whether a failed call may succeed if sent again: lost connections, timeouts, a server that
@@ -28,7 +32,7 @@ const TRANSIENT_REPLY = /^(LOADING|BUSY|TRYAGAIN|MASTERDOWN|CLUSTERDOWN|READONLY
  */
 export function isTransient(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
-  if (isServerReply(error)) return TRANSIENT_REPLY.test(error.message);
+  if (isServerReply(error)) return TRANSIENT_REPLY.test(error.message) || SCRIPT_READONLY.test(error.message);
   return !isClientClosed(error);
 }
 

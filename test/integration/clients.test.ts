@@ -315,6 +315,24 @@ describe.skipIf(TEST_CLIENT === 'ioredis')('clients and their adapters', () => {
       expect((refused.error as Error).message).toBe('WRONGTYPE not a hash');
       expect(isServerReply(refused.error as Error)).toBe(true);
       expect(isTransient(refused.error)).toBe(false);
+      // Redis 7 passes a replica's refusal of a script's write on as it is; Redis 6 wraps it in
+      // the script's error (this server is 7, so the script returns Redis 6's text itself). Both
+      // are worth sending again; any other error a script raises is not.
+      for (const [text, transient] of [
+        ["READONLY You can't write against a read only replica.", true],
+        [
+          "ERR Error running script (call to f_0123456789abcdef0123456789abcdef01234567): @user_script:12: @user_script: 12: -READONLY You can't write against a read only replica.",
+          true,
+        ],
+        [
+          'ERR Error running script (call to f_0123456789abcdef0123456789abcdef01234567): @user_script:12: WRONGTYPE Operation against a key holding the wrong kind of value',
+          false,
+        ],
+      ] as const) {
+        const failed = await settle(runner.send(['EVAL', 'return redis.error_reply(ARGV[1])', '0', text]));
+        expect((failed.error as Error).message).toBe(text);
+        expect(isTransient(failed.error)).toBe(transient);
+      }
       const unknown = await settle(runner.send(['EVALSHA', '0'.repeat(40), '0']));
       expect((unknown.error as Error).message).toMatch(/^NOSCRIPT/);
     });
