@@ -147,6 +147,15 @@ export const handoffPaired: InterleavedScenario = {
     /** One pair of processes: connects every contender's sessions, runs the rounds, disconnects. */
     const runPair = async (holder: WorkerHandle, waiter: WorkerHandle, pair: number): Promise<void> => {
       for (const state of states) state.byPair.push([]);
+      const handOff = (state: PairState, around?: HandoffHooks): ReturnType<typeof oneHandoff> =>
+        oneHandoff(
+          holder,
+          waiter,
+          { holder: sessionOf(state, 'holder'), waiter: sessionOf(state, 'waiter') },
+          state.key,
+          settleMs,
+          around,
+        );
       try {
         for (const state of states) {
           for (const [worker, role] of [
@@ -168,13 +177,7 @@ export const handoffPaired: InterleavedScenario = {
             if (state === undefined || state.error !== undefined) continue;
             try {
               for (let i = 0; i < block; i += 1) {
-                const one = await oneHandoff(
-                  holder,
-                  waiter,
-                  { holder: sessionOf(state, 'holder'), waiter: sessionOf(state, 'waiter') },
-                  state.key,
-                  settleMs,
-                );
+                const one = await handOff(state);
                 state.intervals.push(...one.intervals);
                 if (r >= warmupRounds) {
                   state.handoffs.push(one.handoffNs);
@@ -196,14 +199,7 @@ export const handoffPaired: InterleavedScenario = {
                 { 'slowlog-log-slower-than': '0', 'slowlog-max-len': '1000' },
                 async () => {
                   for (let i = 0; i < (context.quick ? REDIS_PASS.quick : REDIS_PASS.full); i += 1) {
-                    const one = await oneHandoff(
-                      holder,
-                      waiter,
-                      { holder: sessionOf(state, 'holder'), waiter: sessionOf(state, 'waiter') },
-                      state.key,
-                      settleMs,
-                      probe,
-                    );
+                    const one = await handOff(state, probe);
                     state.intervals.push(...one.intervals);
                   }
                 },
