@@ -86,6 +86,20 @@ export function heapAfterGc(): number {
   return process.memoryUsage().heapUsed;
 }
 
+/**
+ * The lowest of `samples` readings of {@link heapAfterGc}, `everyMs` apart: work that happens to
+ * be in flight at one of them (a request, what a previous step still lets go of) is not counted
+ * as kept.
+ */
+export async function lowestHeapAfterGc(samples = 3, everyMs = 500): Promise<number> {
+  let heap = heapAfterGc();
+  for (let sample = 1; sample < samples; sample += 1) {
+    await sleep(everyMs);
+    heap = Math.min(heap, heapAfterGc());
+  }
+  return heap;
+}
+
 /** Runs `task` for 0..count-1, `width` at a time. */
 export async function inBatches<T>(
   count: number,

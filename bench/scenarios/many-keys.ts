@@ -12,7 +12,7 @@ import type { Held } from '../contenders/types.js';
 import { CountingProxy, totalOf } from '../proxy.js';
 import { costSince, pubsubChannels, serverCost, type Admin } from '../redis.js';
 import { round } from '../stats.js';
-import { heapAfterGc, inBatches, session } from '../worker-state.js';
+import { heapAfterGc, inBatches, lowestHeapAfterGc, session } from '../worker-state.js';
 import {
   connect,
   disconnect,
@@ -89,11 +89,7 @@ export const manyKeysOps: WorkerOps = {
    */
   async 'manyKeys.heap'() {
     // The holds and pending waits stay referenced until here, so GC cannot take them.
-    let heap = heapAfterGc();
-    for (let sample = 1; sample < HEAP_SAMPLES; sample += 1) {
-      await sleep(HEAP_SAMPLE_EVERY_MS);
-      heap = Math.min(heap, heapAfterGc());
-    }
+    const heap = await lowestHeapAfterGc(HEAP_SAMPLES, HEAP_SAMPLE_EVERY_MS);
     return holds.length > 0 ? [heapHeld - heapBefore, heap - heapBefore] : [0, 0];
   },
   /**

@@ -22,7 +22,7 @@ import {
 } from '../scaling-points.js';
 import { costSince, pubsubChannels, serverCost } from '../redis.js';
 import { latency, round } from '../stats.js';
-import { heapAfterGc, inBatches, session, sleep } from '../worker-state.js';
+import { heapAfterGc, inBatches, lowestHeapAfterGc, session, sleep } from '../worker-state.js';
 import { breakdown, contention } from './contended.js';
 import {
   connect,
@@ -71,7 +71,7 @@ export const scalingOps: WorkerOps = {
   async 'scaling.hold'(args) {
     const holder = session(str(args, 'session'));
     const prefix = str(args, 'prefix');
-    if (args['heap'] === true) heapBase = heapAfterGc();
+    if (args['heap'] === true) heapBase = await lowestHeapAfterGc();
     holds = await inBatches(num(args, 'count'), RELEASE_WIDTH, (i) => holder.acquire(`${prefix}:${i}`));
     return null;
   },
@@ -79,7 +79,7 @@ export const scalingOps: WorkerOps = {
     const waiter = session(str(args, 'session'));
     const prefix = str(args, 'prefix');
     const count = num(args, 'count');
-    if (args['heap'] === true) heapBase = heapAfterGc();
+    if (args['heap'] === true) heapBase = await lowestHeapAfterGc();
     gotNs = new Array<number>(count).fill(-1);
     waiterHolds = new Array<Held | undefined>(count).fill(undefined);
     waiting = [];
@@ -100,11 +100,15 @@ export const scalingOps: WorkerOps = {
     }
     return null;
   },
-  /** Heap now (after GC) less the heap before this process's sessions held or waited. */
-  'scaling.heapDelta'() {
+  /**
+   * Heap now (after GC) less the heap before this process's sessions held or waited, each the
+   * lowest of a few samples: with one sample each, what the round before was still letting go
+   * of made the heap before read higher than after at 1,000 keys (a negative delta).
+   */
+  async 'scaling.heapDelta'() {
     // holds and waiting are still referenced here, so GC cannot take them.
-    const heap = heapAfterGc() - heapBase;
-    return Promise.resolve(holds.length + waiting.length > 0 ? heap : 0);
+    const heap = (await lowestHeapAfterGc()) - heapBase;
+    return holds.length + waiting.length > 0 ? heap : 0;
   },
   /** Releases every hold, `RELEASE_WIDTH` at a time; the stamp right before each release(). */
   async 'scaling.release'() {
