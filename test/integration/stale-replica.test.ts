@@ -10,28 +10,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Lease } from '../../src/index.js';
 import { startFaultProxy } from '../support/fault-proxy.js';
-import {
-  FAIR_LOCK,
-  FENCED_LOCK,
-  LOCK,
-  PERMIT_SEMAPHORE,
-  READ_LOCK,
-  SIMPLE_LOCK,
-  WRITE_LOCK,
-  type Kind,
-} from '../support/kinds.js';
+import { KINDS, type Kind } from '../support/kinds.js';
 import { lockClientVia, startStaleReplica, type StaleReplica } from '../support/stale-replica.js';
 import { settle, waitUntil, type Settled } from '../support/wait.js';
-
-const STALE_KINDS: readonly Kind[] = [
-  LOCK,
-  FENCED_LOCK,
-  SIMPLE_LOCK,
-  FAIR_LOCK,
-  PERMIT_SEMAPHORE,
-  READ_LOCK,
-  WRITE_LOCK,
-];
 
 describe('a client that reaches a read-only replica', () => {
   let servers: StaleReplica;
@@ -49,7 +30,7 @@ describe('a client that reaches a read-only replica', () => {
     return kind.lastingKeys(key).includes(key);
   }
 
-  describe.each(STALE_KINDS)('$name', (kind) => {
+  describe.each(KINDS)('$name', (kind) => {
     it('a release that reaches the replica is retried on the master, not reported as a lost hold', async () => {
       const proxy = await startFaultProxy({ targetHost: '127.0.0.1', targetPort: servers.master.port });
       const client = await lockClientVia(proxy);
@@ -107,7 +88,7 @@ describe('a client that reaches a read-only replica', () => {
   });
 
   // A re-entry to a replica that lacks the hold finds a count other than the caller's.
-  describe.each(STALE_KINDS.filter((kind) => kind.reentrant))('$name', (kind) => {
+  describe.each(KINDS.filter((kind) => kind.reentrant))('$name', (kind) => {
     it('a re-entry that reaches the replica is retried on the master, not reported as a lost hold', async () => {
       const proxy = await startFaultProxy({ targetHost: '127.0.0.1', targetPort: servers.master.port });
       const client = await lockClientVia(proxy);
