@@ -57,6 +57,15 @@ describe.each([3, 5])('Redlock on %i masters', (count) => {
     expect(locks.quorum).toBe(Math.floor(count / 2) + 1);
     const lock = locks.lock('payout:1');
     const lease = await lock.acquire();
+    // The acquire resolves once a quorum granted; a later grant joins the lease within a call.
+    await waitUntil(
+      `"${lock.key}" is held on every master`,
+      async () => {
+        const found = await Promise.all(masters.admin.map((admin) => admin.sendCommand(['EXISTS', lock.key])));
+        return found.every((reply) => Number(reply) === 1);
+      },
+      2 * OPTIONS.nodeTimeoutMs,
+    );
     for (const admin of masters.admin) {
       const hash = await admin.sendCommand<string[]>(['HGETALL', lock.key]);
       expect(hash).toHaveLength(2);
