@@ -163,6 +163,15 @@ export class Engine {
   }
 
   /**
+   * How many messages (and resubscriptions) `channel` has seen while subscribed: a change between
+   * two readings means something was announced on it meanwhile. Undefined while it is not
+   * subscribed.
+   */
+  heardOn(channel: string): number | undefined {
+    return this.#notifications.generationOf(channel);
+  }
+
+  /**
    * Waits for a condition that is not a hold (permits of a semaphore, a latch at zero): see
    * {@link waitFor}. Like {@link Engine.acquire}, it checks the server's version first, within its
    * bound.

@@ -19,6 +19,11 @@ export type RoundOutcome =
       readonly granted: number;
       /** Masters that answered by the decision, granting or refusing. */
       readonly answered: number;
+      /**
+       * By master index, whether it refused the lock (held elsewhere). Filled in as answers come,
+       * the decision's and later ones.
+       */
+      readonly refused: readonly boolean[];
       /** Masters that failed by the decision (unreachable, timed out, not connected). */
       readonly failed: number;
       /** The first failure of a master, for the error that says the quorum was unreachable. */
@@ -58,6 +63,7 @@ export function round(settings: RoundSettings): Promise<RoundOutcome> {
     let answered = 0;
     let failure: unknown;
     let decided = false;
+    const refused = locks.map(() => false);
     const decide = (): void => {
       if (decided) return;
       // Wait while a quorum is still possible and not yet there.
@@ -69,7 +75,7 @@ export function round(settings: RoundSettings): Promise<RoundOutcome> {
       } else {
         const granted = group.size;
         group.fail();
-        resolve({ won: false, granted, answered, failed: settled - answered, failure });
+        resolve({ won: false, granted, answered, refused, failed: settled - answered, failure });
       }
     };
     locks.forEach((lock, index) => {
@@ -84,7 +90,8 @@ export function round(settings: RoundSettings): Promise<RoundOutcome> {
         (lease) => {
           settled += 1;
           answered += 1;
-          if (lease !== null) group.add(index, lease);
+          if (lease === null) refused[index] = true;
+          else group.add(index, lease);
           decide();
         },
         (error: unknown) => {

@@ -217,6 +217,10 @@ export class RedlockLock {
     const deadline = startedAt + waitMs;
     const ttlMs = leaseMs ?? host.watchdogTimeoutMs;
     for (;;) {
+      // What each master's unlock channel had heard before the round: an unlock announced while
+      // the round ran (a holder's release reaching the masters one after another) is not missed.
+      const heardBefore = host.engines.map((engine) => engine.heardOn(this.#target.channel));
+      const roundStartedAt = performance.now();
       const outcome: RoundOutcome = await round({
         locks: this.#locks,
         ready: host.ready,
@@ -256,18 +260,25 @@ export class RedlockLock {
         }
         throw new LockTimeoutError(`Timed out waiting for lock "${this.name}"`);
       }
-      // After a split vote (this round took some masters, not a quorum) every contender sleeps a
-      // random while, so one of them goes first next time; the unlock messages of the masters it
-      // gave back would otherwise wake them all together again. With nothing taken, the lock is
-      // held elsewhere: an unlock message from any master ends the pause early.
+      // Between rounds, an unlock message from a master that refused the lock (held elsewhere)
+      // ends the pause, one that came during the round included; the masters this round took
+      // and gave back announce only that. After a split vote (this round took some masters, not
+      // a quorum) the message is followed by a random wait of up to two rounds' time, so the
+      // contenders that split the masters do not all start the next round together; with
+      // nothing taken there is no such wait. Without a message the pause lasts a random part of
+      // the retry delay.
+      const roundMs = performance.now() - roundStartedAt;
       const delayMs = host.retryDelayMs * (0.5 + Math.random() * 0.5);
       await pause(
-        host.engines,
-        host.ready,
-        `lock "${this.name}"`,
-        this.#target.channel,
-        Math.min(remaining, delayMs),
-        outcome.granted === 0,
+        {
+          engines: host.engines,
+          listensTo: (index) => outcome.refused[index] === true && host.ready(index),
+          what: `lock "${this.name}"`,
+          channel: this.#target.channel,
+          delayMs: Math.min(remaining, delayMs),
+          heardBefore,
+          jitterMs: outcome.granted === 0 ? 0 : Math.max(1, 2 * roundMs),
+        },
         signal,
       );
       host.assertOpen();

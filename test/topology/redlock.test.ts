@@ -13,7 +13,8 @@ import {
   LockTimeoutError,
   RedlockClient,
 } from '../../src/index.js';
-import { interceptCommands, type LockConnection } from '../support/clients.js';
+import { connectClient, destroyClient, interceptCommands, type LockConnection } from '../support/clients.js';
+import { startFaultProxy } from '../support/fault-proxy.js';
 import { uniquePrefix } from '../support/keys.js';
 import { ExclusionLog, startMasters, type Masters } from '../support/masters.js';
 import { sleep, waitUntil, within } from '../support/wait.js';
@@ -145,6 +146,38 @@ describe.each([3, 5])('Redlock on %i masters', (count) => {
     const second = await waiting;
     expect(performance.now() - releasedAt).toBeLessThan(1_000);
     await second.release();
+  });
+
+  it('wakes a waiter whose round met a release still on its way to some masters', async () => {
+    // The holder reaches every master but the first through a slow link, so its release frees
+    // the first master well before the others. The waiter, woken by the first master's unlock
+    // message, takes that master and is refused by the rest: a split vote, whose pause must still
+    // end on the other masters' unlock messages, not after its 5-10 s retry delay.
+    const proxies = await Promise.all(
+      masters.servers.slice(1).map((server) => startFaultProxy({ targetHost: '127.0.0.1', targetPort: server.port })),
+    );
+    const [first] = await masters.connect();
+    const slow = await Promise.all(proxies.map((proxy) => connectClient({ url: proxy.url })));
+    try {
+      const prefix = uniquePrefix('redlock');
+      const a = new RedlockClient([first!, ...slow], { ...OPTIONS, keyPrefix: prefix, watchdogTimeoutMs: 10_000, nodeTimeoutMs: 1_000 });
+      clients.push(a);
+      const b = await open({ keyPrefix: prefix, retryDelayMs: 10_000 });
+      const lease = await a.lock('payout:8').acquire();
+      const waiting = b.lock('payout:8').acquire({ waitMs: 8_000 });
+      await sleep(300);
+      for (const proxy of proxies) proxy.setLatency(150);
+      const releasedAt = performance.now();
+      await lease.release();
+      const second = await waiting;
+      expect(performance.now() - releasedAt).toBeLessThan(1_500);
+      await second.release();
+      await goneEverywhere(second.key);
+    } finally {
+      await Promise.all(clients.splice(0).map((client) => client.close()));
+      for (const client of slow) destroyClient(client);
+      await Promise.all(proxies.map((proxy) => proxy.close()));
+    }
   });
 
   it('stops a waiting acquire at once on abort and on close, leaving no hold behind', async () => {
