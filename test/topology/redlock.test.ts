@@ -62,7 +62,9 @@ describe.each([3, 5])('Redlock on %i masters', (count) => {
     await waitUntil(
       `"${lock.key}" is held on every master`,
       async () => {
-        const found = await Promise.all(masters.admin.map((admin) => admin.sendCommand(['EXISTS', lock.key])));
+        const found = await Promise.all(
+          masters.admin.map((admin) => admin.sendCommand(['EXISTS', lock.key])),
+        );
         return found.every((reply) => Number(reply) === 1);
       },
       2 * OPTIONS.nodeTimeoutMs,
@@ -154,13 +156,20 @@ describe.each([3, 5])('Redlock on %i masters', (count) => {
     // message, takes that master and is refused by the rest: a split vote, whose pause must still
     // end on the other masters' unlock messages, not after its 5-10 s retry delay.
     const proxies = await Promise.all(
-      masters.servers.slice(1).map((server) => startFaultProxy({ targetHost: '127.0.0.1', targetPort: server.port })),
+      masters.servers
+        .slice(1)
+        .map((server) => startFaultProxy({ targetHost: '127.0.0.1', targetPort: server.port })),
     );
     const [first] = await masters.connect();
     const slow = await Promise.all(proxies.map((proxy) => connectClient({ url: proxy.url })));
     try {
       const prefix = uniquePrefix('redlock');
-      const a = new RedlockClient([first!, ...slow], { ...OPTIONS, keyPrefix: prefix, watchdogTimeoutMs: 10_000, nodeTimeoutMs: 1_000 });
+      const a = new RedlockClient([first!, ...slow], {
+        ...OPTIONS,
+        keyPrefix: prefix,
+        watchdogTimeoutMs: 10_000,
+        nodeTimeoutMs: 1_000,
+      });
       clients.push(a);
       const b = await open({ keyPrefix: prefix, retryDelayMs: 10_000 });
       const lease = await a.lock('payout:8').acquire();
