@@ -258,7 +258,7 @@ inline handOver() {
   :: qlen > 0 ->
      ent = q[0]; q[0] = q[1]; q[1] = q[2]; q[2] = 0; qlen--;
      if
-     :: cl[ent >> 3].conn ->            /* PUBLISH grant channel ticket > 0 */
+     :: cl[ent >> 3].conn ->            /* PUBSUB NUMSUB grant channel > 0: PUBLISH */
         gbpush(ent >> 3, ent & 7);
         owner = ent >> 3;
         ttl = L;

@@ -128,17 +128,21 @@ export function checkScript(name, source) {
 }
 
 const PUBLISH_CALL = /redis\.(p?call)\('publish',/g;
+const NUMSUB_CALL = /redis\.(p?call)\('pubsub', 'numsub',/g;
 
 /**
  * The script's twin for sharded pub/sub (Redis Cluster on Redis 7 or later): the same text with
  * every `redis.call('publish', …)` (and `pcall`) made `spublish`, so its messages stay on the
- * shard of the lock's slot, where SSUBSCRIBE listens. Undefined for a script that publishes
+ * shard of the lock's slot, where SSUBSCRIBE listens, and every `PUBSUB NUMSUB` made
+ * `PUBSUB SHARDNUMSUB`, which counts those listeners. Undefined for a script that publishes
  * nothing. The runner picks the twin when the connection says it uses sharded pub/sub.
  */
 export function shardedTwin(source) {
   if (!PUBLISH_CALL.test(source)) return undefined;
   PUBLISH_CALL.lastIndex = 0;
-  const twin = source.replace(PUBLISH_CALL, "redis.$1('spublish',");
+  const twin = source
+    .replace(PUBLISH_CALL, "redis.$1('spublish',")
+    .replace(NUMSUB_CALL, "redis.$1('pubsub', 'shardnumsub',");
   return { sha1: createHash('sha1').update(twin).digest('hex'), source: twin };
 }
 

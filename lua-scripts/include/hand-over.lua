@@ -1,7 +1,10 @@
 -- Hands a freed lock to the longest-waiting live waiter, or announces it free.
 -- The wait queue is a list in arrival order; each entry is
 -- `<ticket> <lease ms> <grant channel> <owner field>`. A waiter is live when its client still
--- listens on its grant channel: PUBLISH reaches a subscriber. Dead entries are dropped on the
+-- listens on its grant channel on this server: PUBSUB NUMSUB counts a subscriber here. (PUBLISH's
+-- own count is not asked first-hand: Redis passes every message on to its replicas, so a grant
+-- published to a waiter whose subscriber sits on a replica would reach it there, while this
+-- server counted it unheard and gave the lock to the next waiter.) Dead entries are dropped on the
 -- way, at most 64 per call so one release stays short; past that the lock is announced free and
 -- the entries left behind are dropped by later releases (their clients re-check on their own).
 -- With no live waiter, the unlock message `0` goes out on the lock's channel.
@@ -17,7 +20,7 @@ local function handOver(lockKey, queueKey, channel, owner, mint)
       break
     end
     local ticket, lease, grantChannel, waiter = string.match(entry, '^(%S+) (%d+) (%S+) (.+)$')
-    if ticket ~= nil then
+    if ticket ~= nil and redis.call('pubsub', 'numsub', grantChannel)[2] > 0 then
       local message = ticket
       if mint ~= nil then
         message = ticket .. ' ' .. mint()

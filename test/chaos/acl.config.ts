@@ -27,10 +27,15 @@ export default defineConfig({
     include: ['test/integration/**/*.test.ts'],
     // telemetry-absent mocks how the engine loads @opentelemetry/api; here acl-setup.ts has
     // loaded the engine before any test file's mocks, so the mock cannot apply. Its lock commands
-    // are the same as telemetry.test.ts's, which does run as the ACL user. stale-replica moves its
-    // LockClients' connections, through a proxy, to a replica of a server of its own, where the
-    // ACL user does not exist; the commands it sends are those of each kind's own test file.
-    exclude: ['test/integration/telemetry-absent.test.ts', 'test/integration/stale-replica.test.ts'],
+    // are the same as telemetry.test.ts's, which does run as the ACL user. stale-replica and
+    // handover-replica move LockClients' connections, through a proxy, to a replica of a server
+    // of their own, where the ACL user does not exist; the commands they send are those of each
+    // kind's own test file and of handover.test.ts.
+    exclude: [
+      'test/integration/telemetry-absent.test.ts',
+      'test/integration/stale-replica.test.ts',
+      'test/integration/handover-replica.test.ts',
+    ],
     setupFiles: [here('./acl-setup.ts')],
     pool: 'forks',
     // One file at a time: the outer suite already runs two, and some files time things.

@@ -21,7 +21,7 @@ const PUBLISH = /redis\.p?call\('publish'/;
 describe('sharded twins of the scripts', () => {
   const scripts: readonly LuaScript[] = Object.values(luaScripts);
 
-  it('exist exactly for the scripts that publish, with PUBLISH made SPUBLISH and nothing else changed', () => {
+  it('exist exactly for the scripts that publish, with PUBLISH made SPUBLISH, PUBSUB NUMSUB made PUBSUB SHARDNUMSUB and nothing else changed', () => {
     expect(scripts.filter((script) => script.sharded !== undefined).length).toBeGreaterThan(20);
     for (const script of scripts) {
       const twin = script.sharded;
@@ -31,7 +31,10 @@ describe('sharded twins of the scripts', () => {
       });
       if (twin === undefined) continue;
       expect(twin.source).not.toMatch(PUBLISH);
-      expect(twin.source.replaceAll("'spublish'", "'publish'")).toBe(script.source);
+      expect(twin.source).not.toContain("'numsub'");
+      expect(twin.source.replaceAll("'spublish'", "'publish'").replaceAll("'shardnumsub'", "'numsub'")).toBe(
+        script.source,
+      );
       expect(twin.sha1).toBe(createHash('sha1').update(twin.source).digest('hex'));
     }
   });
@@ -40,6 +43,18 @@ describe('sharded twins of the scripts', () => {
     const twin = shardedTwin("redis.call('publish', a, '0')\nlocal n = redis.pcall('publish', b, '1')\n");
     expect(twin?.source).toBe("redis.call('spublish', a, '0')\nlocal n = redis.pcall('spublish', b, '1')\n");
     expect(shardedTwin("return redis.call('get', KEYS[1])")).toBeUndefined();
+  });
+
+  it('makes the hand-over count the sharded listeners of a grant channel', () => {
+    const twin = shardedTwin(
+      "if redis.call('pubsub', 'numsub', c)[2] > 0 then redis.pcall('publish', c, m) end",
+    );
+    expect(twin?.source).toBe(
+      "if redis.call('pubsub', 'shardnumsub', c)[2] > 0 then redis.pcall('spublish', c, m) end",
+    );
+    expect(luaScripts['lock/release'].sharded?.source).toContain(
+      "redis.call('pubsub', 'shardnumsub', grantChannel)",
+    );
   });
 });
 
