@@ -20,7 +20,10 @@ local function handOver(lockKey, queueKey, channel, owner, mint)
       break
     end
     local ticket, lease, grantChannel, waiter = string.match(entry, '^(%S+) (%d+) (%S+) (.+)$')
-    if ticket ~= nil and redis.call('pubsub', 'numsub', grantChannel)[2] > 0 then
+    -- pcall: a server that refuses PUBSUB (an ACL user without it) hands nothing over; the entry
+    -- counts as dead, and its waiter takes the lock by asking once it hears the lock is free.
+    local counted = ticket ~= nil and redis.pcall('pubsub', 'numsub', grantChannel)
+    if type(counted) == 'table' and counted[2] > 0 then
       local message = ticket
       if mint ~= nil then
         message = ticket .. ' ' .. mint()
