@@ -21,9 +21,10 @@ local function handOver(lockKey, queueKey, channel, owner, mint)
     end
     local ticket, lease, grantChannel, waiter = string.match(entry, '^(%S+) (%d+) (%S+) (.+)$')
     -- pcall: a server that refuses PUBSUB (an ACL user without it) hands nothing over; the entry
-    -- counts as dead, and its waiter takes the lock by asking once it hears the lock is free.
+    -- counts as dead, and its waiter takes the lock by asking once it hears the lock is free. A
+    -- refusal is a table too ({ err = ... }), without a count.
     local counted = ticket ~= nil and redis.pcall('pubsub', 'numsub', grantChannel)
-    if type(counted) == 'table' and counted[2] > 0 then
+    if type(counted) == 'table' and type(counted[2]) == 'number' and counted[2] > 0 then
       local message = ticket
       if mint ~= nil then
         message = ticket .. ' ' .. mint()

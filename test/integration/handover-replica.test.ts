@@ -109,6 +109,38 @@ describe('a waiter whose subscriber connection sits on a replica', () => {
     expect(await queued(lease.key)).toBe(0);
   });
 
+  it('on a server that refuses PUBSUB to the client, a release hands nothing over and the waiter takes the lock by asking', async () => {
+    // An ACL user granted everything but PUBSUB: the hand-over cannot count the listeners of a
+    // grant channel, so it skips the waiter rather than failing the release.
+    await admin.sendCommand([
+      'ACL',
+      'SETUSER',
+      'no-pubsub',
+      'on',
+      '>no-pubsub',
+      '~*',
+      '&*',
+      '+@all',
+      '-pubsub',
+    ]);
+    const url = `redis://no-pubsub:no-pubsub@${LOOPBACK}:${master.port}`;
+    const prefix = uniquePrefix('handover-replica');
+    const holder = await lockClient(url, prefix);
+    const waiter = await lockClient(url, prefix);
+    const lease = await holder.lock('ledger').acquire();
+    const waiting = waiter.lock('ledger').acquire({ waitMs: 10_000 });
+    await waitUntil('the waiter is queued', async () => (await queued(lease.key)) === 1, 10_000);
+    const refusedBefore = (await admin.sendCommand<unknown[]>(['ACL', 'LOG'])).length;
+
+    await lease.release();
+    const taken = await within(waiting, 5_000, 'the waiter takes the lock');
+    expect(await admin.hVals(lease.key)).toEqual(['1']);
+    // The release's count of listeners was refused, and logged as such.
+    expect((await admin.sendCommand<unknown[]>(['ACL', 'LOG'])).length).toBeGreaterThan(refusedBefore);
+    await taken.release();
+    expect(await admin.exists(lease.key)).toBe(0);
+  });
+
   it('never holds the lock together with the waiter the master handed it to', async () => {
     const prefix = uniquePrefix('handover-replica');
     const holder = await lockClient(master.url, prefix);
