@@ -23,9 +23,9 @@ export interface RedlockClientOptions {
   readonly nodeTimeoutMs?: number;
   /**
    * The longest pause between two rounds of a waiting acquire, in milliseconds, when no master
-   * that refused the lock in the last round announces an unlock first. Each pause is drawn at random between half of it and all of it, so
-   * contenders that split the masters between them do not keep meeting again. A whole number from
-   * 1.
+   * that refused the lock in the last round announces an unlock first. Each pause is drawn at
+   * random between half of it and all of it, so contenders that split the masters between them
+   * do not keep meeting again. A whole number from 1.
    * @defaultValue 200
    */
   readonly retryDelayMs?: number;
