@@ -31,9 +31,9 @@ const DESCRIPTIONS: Readonly<Record<string, string>> = {
     "acquire + release of one key, one cycle after another. Every contender is measured in the same worker process over the same stretch of time, each with its own session (its own clients): after all have connected, the cycles run in blocks of 100 handed round-robin from contender to contender, the first contender moving one place each round; the first rounds are a warm-up and not recorded (2 of 8 quick, 10 of 60 full), the rest give 600 (quick) or 5,000 (full) cycles per contender. p50Ms/p99Ms: over all of a contender's recorded cycles; opsPerSec: its recorded cycles over the summed time of its own blocks. So machine noise and warm-up order fall on every contender alike and their p50s can be compared. A contender that throws or stalls (30 s per block) is failed alone and the others go on; an unhandled rejection counts against the contender whose step (connect, block, close) was running. roundTripsPerCycle: requests the client sent per cycle, counted by a proxy in a separate pass afterwards, one contender at a time; cmdsPerCycle and redisCpuUsPerCycle: in that pass, the Redis commands (a script's own calls included) and the Redis CPU time (INFO cpu) per cycle.",
   'uncontended-distinct': 'the same on a fresh key every cycle (same metric names).',
   handoff:
-    "a holder in one process releases while a waiter in another is blocked in acquire (the parent waits for the waiter to report it called acquire, then 25 ms, 15 ms in a quick run); from the stamp right before release() to the stamp right after the waiter's acquire resolved. Polling peers are capped in time (target 500 handoffs full / 100 quick; polling peers stop after 90 s full / 5 s quick and need at least 200 / 20; the count measured is in the handoffs column). `floor-pubsub` is the floor of a hand-off by pub/sub: the holder's one EVALSHA gives the lock to the queued waiter and PUBLISHes, and the waiter in the other process is done when the message arrives.",
+    "a holder in one process releases while a waiter in another is blocked in acquire (the parent waits for the waiter to report it called acquire, then 25 ms, 15 ms in a quick run); from the stamp right before release() to the stamp right after the waiter's acquire resolved. Polling peers are capped in time (target 500 handoffs full / 100 quick; polling peers stop after 90 s full / 5 s quick and need at least 200 / 20; the count measured is in the handoffs column). `floor-pubsub` is the floor of a hand-off by pub/sub: the holder's one EVALSHA gives the lock to the queued waiter and PUBLISHes, and the waiter in the other process is done when the message arrives. `floor-rlock` runs latchkey's own lock scripts (acquire, and release with the hand-over) on its key layout, sent by the least client that can use them (no hold counts, renewal, timeouts or retries): against floor-pubsub it shows what latchkey's protocol costs in Redis, and latchkey against it what latchkey's client adds.",
   'handoff-paired':
-    "the handoff of latchkey and of floor-pubsub, timed by turns in the same two worker processes over the same stretch of time: blocks of hand-offs (20 full, 10 quick) alternate between the two, the first moving one place each round, after a warm-up round or two. A full run does this in three pairs of fresh processes, one after the other (9 rounds each), and pools their hand-offs: 540 recorded hand-offs each (100 quick, one pair); pairNP50Ms is one pair's own p50. The same build's ratio to the floor differs from one pair of processes to the next by more than the target's margin, so one pair says too little. The handoff scenario measures each contender in its own worker pool, minutes apart, and on a shared machine its p50s drift between pools by more than that again; the hand-off targets use this scenario when it was measured. redisUsP50: after the timed rounds, in the last pair, 60 more hand-offs each (20 quick) with Redis's SLOWLOG logging every command: the p50 of what the commands sent between the release and the acquisition took to execute on the server (a script with its own calls), in µs; those hand-offs are not timed.",
+    "the handoff of latchkey and of floor-pubsub (and of floor-rlock, latchkey's own scripts sent by a bare client, when in the run), timed by turns in the same two worker processes over the same stretch of time: blocks of hand-offs (20 full, 10 quick) alternate between them, the first moving one place each round. Each pair of processes first runs a warm-up round or two, then a JIT warm-up: 2,000 untimed hand-offs per contender (1,000 quick), in blocks of 100 by turns, each released 1 ms after the waiter called acquire, so both contenders' code in both processes is what V8 compiles for a process that has been handing locks over for a while (a fresh process interprets each function until it has run often enough, which costs latchkey's longer path more than the floor's). coldP50Ms: in the first pair only, rounds timed between the two warm-ups (3 full, 2 quick), the same hand-off before the JIT warm-up. A full run does this in three pairs of fresh processes, one after the other (9 rounds each), and pools their hand-offs: 540 recorded hand-offs each (100 quick, one pair); pairNP50Ms is one pair's own p50. The same build's ratio to the floor differs from one pair of processes to the next by more than the target's margin, so one pair says too little. The handoff scenario measures each contender in its own worker pool, minutes apart, and on a shared machine its p50s drift between pools by more than that again; the hand-off targets use this scenario when it was measured. redisUsP50: after the timed rounds, in the last pair, 60 more hand-offs each (20 quick) with Redis's SLOWLOG logging every command: the p50 of what the commands sent between the release and the acquisition took to execute on the server (a script with its own calls), in µs; those hand-offs are not timed.",
   'contended-8':
     '8 contenders over 4 processes, one key, 1 ms hold (a real timer await), no think time, fixed duration after a common start. acqPerSec, jain, maxWaitMs from the timing pass; cmdsPerAcq (INFO commandstats delta, script-internal calls included, INFO itself excluded) and redisCpuUsPerAcq (used_cpu_user+sys delta) from the same pass; roundTripsPerAcq from a separate pass through a counting proxy (requests the clients sent), after a warm-up pass on the same key through the same proxy; warmupRoundTripsPerAcq: the same for the warm-up, which carries what a client does once per lock (loading its scripts, subscribing). giveUps: times the library gave up at its defaults and the adapter asked again.',
   'contended-32': 'the same with 32 contenders.',
@@ -155,6 +155,30 @@ function uncontendedCosts(
   return parts.length === 0 ? '' : `; Redis per cycle: ${parts.join('; ')}`;
 }
 
+/**
+ * Splits a ratio to a floor with floor-rlock, latchkey's own scripts sent by a bare client: what
+ * the protocol costs against the floor, and what latchkey's client adds on top.
+ */
+function ownProtocol(
+  latchkeyMs: number | undefined,
+  rlockMs: number | undefined,
+  floorName: string,
+  floorMs: number | undefined,
+): string {
+  const protocol = ratio(rlockMs, floorMs);
+  const client = ratio(latchkeyMs, rlockMs);
+  if (protocol === undefined || client === undefined) return '';
+  return `; latchkey's scripts by a bare client (floor-rlock) ${ms(rlockMs)} = ${x(protocol)} ${floorName}, and latchkey = ${x(client)} floor-rlock`;
+}
+
+/** The hand-off by turns before the JIT warm-up (handoff-paired's coldP50Ms), when measured. */
+function coldPair(m: (scenario: string, contender: string, name: string) => number | undefined): string {
+  const lk = m('handoff-paired', 'latchkey', 'coldP50Ms');
+  const floor = m('handoff-paired', 'floor-pubsub', 'coldP50Ms');
+  const r = ratio(lk, floor);
+  return r === undefined ? '' : `; before the JIT warm-up: ${ms(lk)} / ${ms(floor)} = ${x(r)}`;
+}
+
 export function targets(results: Results): Verdict[] {
   const verdicts: Verdict[] = [];
   const m = (scenario: string, contender: string, name: string): number | undefined =>
@@ -167,7 +191,12 @@ export function targets(results: Results): Verdict[] {
     verdict(
       'uncontended p50 <= 1.15x floor-2evalsha',
       floorRatio === undefined ? undefined : floorRatio <= 1.15,
-      `latchkey ${ms(uncLk)} / floor-2evalsha ${ms(uncFloor)} = ${x(floorRatio)} (needs <= 1.15x)`,
+      `latchkey ${ms(uncLk)} / floor-2evalsha ${ms(uncFloor)} = ${x(floorRatio)} (needs <= 1.15x)${ownProtocol(
+        uncLk,
+        m('uncontended', 'floor-rlock', 'p50Ms'),
+        'floor-2evalsha',
+        uncFloor,
+      )}`,
     ),
   );
   const peerUnc = PEERS.map((peer) => [peer, m('uncontended', peer, 'p50Ms')] as const).filter(
@@ -214,7 +243,12 @@ export function targets(results: Results): Verdict[] {
     verdict(
       'handoff p50 <= 1.2x floor-pubsub',
       hoRatio === undefined ? undefined : hoRatio <= 1.2,
-      `${paired ? 'handoff-paired: ' : ''}latchkey ${ms(paired ? pairLk : hoLk)} / floor-pubsub ${ms(hoFloor)} = ${x(hoRatio)} (needs <= 1.20x)${pairRatios.length > 1 ? `; each pair of processes alone: ${pairRatios.join(', ')}` : ''}${redisOnPath === '' ? '' : `; ${redisOnPath}`}`,
+      `${paired ? 'handoff-paired: ' : ''}latchkey ${ms(paired ? pairLk : hoLk)} / floor-pubsub ${ms(hoFloor)} = ${x(hoRatio)} (needs <= 1.20x)${pairRatios.length > 1 ? `; each pair of processes alone: ${pairRatios.join(', ')}` : ''}${coldPair(m)}${ownProtocol(
+        paired ? pairLk : hoLk,
+        m(paired ? 'handoff-paired' : 'handoff', 'floor-rlock', 'p50Ms'),
+        'floor-pubsub',
+        hoFloor,
+      )}${redisOnPath === '' ? '' : `; ${redisOnPath}`}`,
     ),
   );
   for (const peer of POLLING) {

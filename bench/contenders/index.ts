@@ -1,6 +1,7 @@
 // The registry of contender adapters, by the key used in results and on the command line.
 import { floor2Evalsha } from './floor-2evalsha.js';
 import { floorPubsub } from './floor-pubsub.js';
+import { floorRlock } from './floor-rlock.js';
 import { floorSetnx } from './floor-setnx.js';
 import { latchkey } from './latchkey.js';
 import {
@@ -29,6 +30,7 @@ export const ADAPTERS: Readonly<Record<ContenderName, Adapter>> = {
   'floor-setnx': floorSetnx,
   'floor-2evalsha': floor2Evalsha,
   'floor-pubsub': floorPubsub,
+  'floor-rlock': floorRlock,
   'latchkey-fenced': latchkeyFenced,
   'latchkey-simple': latchkeySimple,
   'latchkey-fair': latchkeyFair,

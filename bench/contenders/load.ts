@@ -13,6 +13,7 @@ const LOADERS: Readonly<Record<ContenderName, () => Promise<Adapter>>> = {
   'floor-setnx': async () => (await import('./floor-setnx.js')).floorSetnx,
   'floor-2evalsha': async () => (await import('./floor-2evalsha.js')).floor2Evalsha,
   'floor-pubsub': async () => (await import('./floor-pubsub.js')).floorPubsub,
+  'floor-rlock': async () => (await import('./floor-rlock.js')).floorRlock,
   'latchkey-fenced': async () => (await import('./latchkey-kinds.js')).latchkeyFenced,
   'latchkey-simple': async () => (await import('./latchkey-kinds.js')).latchkeySimple,
   'latchkey-fair': async () => (await import('./latchkey-kinds.js')).latchkeyFair,

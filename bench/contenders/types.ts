@@ -11,6 +11,7 @@ export const CONTENDER_NAMES = [
   'floor-setnx',
   'floor-2evalsha',
   'floor-pubsub',
+  'floor-rlock',
   'latchkey-fenced',
   'latchkey-simple',
   'latchkey-fair',
