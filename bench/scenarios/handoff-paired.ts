@@ -10,7 +10,9 @@
 // other), so one pair says too little.
 // The hand-off itself is the one "handoff" times: the holder releases while the waiter, in the
 // other process, is blocked in acquire; from the stamp before release() to the stamp after the
-// waiter's acquire resolved.
+// waiter's acquire resolved. `floor-rlock` (latchkey's own scripts sent by a bare client), when
+// in the run, takes its turns too: it splits the gap between the two into what latchkey's
+// protocol costs in Redis and what its client adds.
 import type { ContenderName } from '../contenders/types.js';
 import type { WorkerHandle } from '../ipc.js';
 import type { Admin } from '../redis.js';
@@ -20,22 +22,40 @@ import { oneHandoff, type HandoffHooks } from './handoff.js';
 
 /** The pair this scenario times: latchkey's lock and the floor its hand-off target names. */
 const PAIR: readonly ContenderName[] = ['latchkey', 'floor-pubsub'];
+/** Timed beside the pair when in the run. */
+const ALSO: readonly ContenderName[] = ['floor-rlock'];
 
 /**
  * Pairs of processes, rounds per pair and block size: 3 pairs of 9 rounds (full, 540 hand-offs
- * per contender) or one of 10 (quick, 100), each pair after a warm-up.
+ * per contender) or one of 10 (quick, 100), each pair after a warm-up: `warmupRounds` rounds
+ * untimed, then `jitHandoffs` untimed hand-offs per contender. The first pair also times
+ * `coldRounds` rounds between the two, before the JIT warm-up (see {@link JIT_SETTLE_MS}).
  */
 function sizes(quick: boolean): {
   pairs: number;
+  jitHandoffs: number;
+  coldRounds: number;
   warmupRounds: number;
   rounds: number;
   block: number;
   settleMs: number;
 } {
   return quick
-    ? { pairs: 1, warmupRounds: 1, rounds: 10, block: 10, settleMs: 15 }
-    : { pairs: 3, warmupRounds: 2, rounds: 9, block: 20, settleMs: 25 };
+    ? { pairs: 1, jitHandoffs: 1_000, coldRounds: 2, warmupRounds: 1, rounds: 10, block: 10, settleMs: 15 }
+    : { pairs: 3, jitHandoffs: 2_000, coldRounds: 3, warmupRounds: 2, rounds: 9, block: 20, settleMs: 25 };
 }
+
+/**
+ * The warm-up's hand-offs wait this long, rather than `settleMs`, before the release: most find
+ * the waiter blocked already, and the others run the same code by another path (the lock free
+ * when asked for). They bring both contenders' code in both processes to what V8 compiles for a
+ * process that has been handing locks over for a while: a fresh process runs each function in
+ * V8's interpreter until it has been called often enough, and latchkey's path through a
+ * hand-off is several times the floor's few lines, so for the first few hundred hand-offs it
+ * pays for interpretation what the floor barely does. That cost is measured too: the first
+ * pair's `coldRounds`, timed before its JIT warm-up, are reported as `coldP50Ms`.
+ */
+const JIT_SETTLE_MS = 1;
 
 /** Hand-offs per contender in the pass that reads Redis's own time off SLOWLOG (last pair only). */
 const REDIS_PASS = { quick: 20, full: 60 } as const;
@@ -95,6 +115,8 @@ interface PairState {
   readonly name: ContenderName;
   readonly key: string;
   readonly handoffs: number[];
+  /** The first pair's hand-offs timed before its JIT warm-up. */
+  readonly cold: number[];
   /** The hand-offs of each pair of processes, in order. */
   readonly byPair: number[][];
   readonly intervals: Interval[];
@@ -111,14 +133,15 @@ export const handoffPaired: InterleavedScenario = {
   names: ['handoff-paired'],
   processes: 2,
   async run(context: InterleavedContext) {
-    const { pairs, warmupRounds, rounds, block, settleMs } = sizes(context.quick);
+    const { pairs, jitHandoffs, coldRounds, warmupRounds, rounds, block, settleMs } = sizes(context.quick);
     const outcomes: Record<string, Outcome> = {};
     const states: PairState[] = [];
     for (const adapter of context.adapters) {
-      if (!PAIR.includes(adapter.name)) {
+      if (!PAIR.includes(adapter.name) && !ALSO.includes(adapter.name)) {
         outcomes[adapter.name] = {
           status: 'skipped',
-          reason: 'times latchkey and floor-pubsub only; every contender has the handoff scenario',
+          reason:
+            'times latchkey, floor-pubsub and floor-rlock only; every contender has the handoff scenario',
         };
         continue;
       }
@@ -126,13 +149,14 @@ export const handoffPaired: InterleavedScenario = {
         name: adapter.name,
         key: `${context.keyPrefix(adapter.name)}:handoff-paired`,
         handoffs: [],
+        cold: [],
         byPair: [],
         intervals: [],
         redisUs: [],
         error: undefined,
       });
     }
-    if (states.length < PAIR.length) {
+    if (PAIR.some((name) => !states.some((state) => state.name === name))) {
       for (const state of states)
         outcomes[state.name] = { status: 'skipped', reason: 'needs both latchkey and floor-pubsub' };
       return { 'handoff-paired': outcomes };
@@ -147,15 +171,45 @@ export const handoffPaired: InterleavedScenario = {
     /** One pair of processes: connects every contender's sessions, runs the rounds, disconnects. */
     const runPair = async (holder: WorkerHandle, waiter: WorkerHandle, pair: number): Promise<void> => {
       for (const state of states) state.byPair.push([]);
-      const handOff = (state: PairState, around?: HandoffHooks): ReturnType<typeof oneHandoff> =>
+      const handOff = (
+        state: PairState,
+        around?: HandoffHooks,
+        settle = settleMs,
+      ): ReturnType<typeof oneHandoff> =>
         oneHandoff(
           holder,
           waiter,
           { holder: sessionOf(state, 'holder'), waiter: sessionOf(state, 'waiter') },
           state.key,
-          settleMs,
+          settle,
           around,
         );
+      /**
+       * `count` rounds of a block of hand-offs per contender, the first contender moving one
+       * place each round; `record` keeps each timed hand-off (none when undefined).
+       */
+      const rotate = async (
+        count: number,
+        perBlock: number,
+        settle: number,
+        record?: (state: PairState, handoffNs: number) => void,
+      ): Promise<void> => {
+        for (let r = 0; r < count; r += 1) {
+          for (let k = 0; k < states.length; k += 1) {
+            const state = states[(r + pair + k) % states.length];
+            if (state === undefined || state.error !== undefined) continue;
+            try {
+              for (let i = 0; i < perBlock; i += 1) {
+                const one = await handOff(state, undefined, settle);
+                state.intervals.push(...one.intervals);
+                record?.(state, one.handoffNs);
+              }
+            } catch (error) {
+              state.error = message(error);
+            }
+          }
+        }
+      };
       try {
         for (const state of states) {
           for (const [worker, role] of [
@@ -171,24 +225,14 @@ export const handoffPaired: InterleavedScenario = {
             });
           }
         }
-        for (let r = 0; r < warmupRounds + rounds; r += 1) {
-          for (let k = 0; k < states.length; k += 1) {
-            const state = states[(r + pair + k) % states.length];
-            if (state === undefined || state.error !== undefined) continue;
-            try {
-              for (let i = 0; i < block; i += 1) {
-                const one = await handOff(state);
-                state.intervals.push(...one.intervals);
-                if (r >= warmupRounds) {
-                  state.handoffs.push(one.handoffNs);
-                  state.byPair[pair]?.push(one.handoffNs);
-                }
-              }
-            } catch (error) {
-              state.error = message(error);
-            }
-          }
-        }
+        await rotate(warmupRounds, block, settleMs);
+        if (pair === 0) await rotate(coldRounds, block, settleMs, (state, ns) => void state.cold.push(ns));
+        // In blocks of 100, so neither contender's code warms up wholly before the other's.
+        await rotate(Math.ceil(jitHandoffs / 100), Math.min(100, jitHandoffs), JIT_SETTLE_MS);
+        await rotate(rounds, block, settleMs, (state, ns) => {
+          state.handoffs.push(ns);
+          state.byPair[pair]?.push(ns);
+        });
         if (pair === pairs - 1) {
           for (const state of states) {
             if (state.error !== undefined) continue;
@@ -239,6 +283,7 @@ export const handoffPaired: InterleavedScenario = {
         handoffs: state.handoffs.length,
         pairs: state.byPair.length,
       };
+      if (state.cold.length > 0) metrics['coldP50Ms'] = round(latency(state.cold).p50Ms, 4);
       // Each pair's own p50, so the report can show how far they spread.
       state.byPair.forEach((handoffs, pair) => {
         if (handoffs.length > 0) metrics[`pair${pair + 1}P50Ms`] = round(latency(handoffs).p50Ms, 4);
