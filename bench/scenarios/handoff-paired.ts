@@ -41,7 +41,7 @@ function sizes(quick: boolean): {
   settleMs: number;
 } {
   return quick
-    ? { pairs: 1, jitHandoffs: 1_000, coldRounds: 2, warmupRounds: 1, rounds: 10, block: 10, settleMs: 15 }
+    ? { pairs: 1, jitHandoffs: 600, coldRounds: 2, warmupRounds: 1, rounds: 10, block: 10, settleMs: 15 }
     : { pairs: 3, jitHandoffs: 2_000, coldRounds: 3, warmupRounds: 2, rounds: 9, block: 20, settleMs: 25 };
 }
 
