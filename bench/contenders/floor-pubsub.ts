@@ -12,7 +12,7 @@
 // a waiter (what the harness and node-redis keep alone). It has no timeout, renewal or cleanup
 // of a waiter that left, and runs in the handoff and manyKeys scenarios only.
 import { randomBytes } from 'node:crypto';
-import { createClient } from 'redis';
+import { connectFloorClients } from './floor-clients.js';
 import type { Adapter, Held, Session, SessionOptions } from './types.js';
 
 /** KEYS: the lock, its queue of waiting tokens. ARGV: token, lease in ms. 1 taken, 0 queued. */
@@ -41,12 +41,8 @@ return 1`;
 const LEASE_MS = 30_000;
 
 async function connect(options: SessionOptions): Promise<Session> {
-  const redis = createClient({ url: options.url, name: options.name });
-  redis.on('error', () => undefined);
-  await redis.connect();
-  const subscriber = redis.duplicate();
-  subscriber.on('error', () => undefined);
-  await subscriber.connect();
+  const clients = await connectFloorClients(options.url, options.name);
+  const { redis, subscriber } = clients;
   const takeSha = await redis.scriptLoad(TAKE_OR_QUEUE);
   const releaseSha = await redis.scriptLoad(RELEASE_AND_PUBLISH);
   const lease = String(options.leaseMs ?? LEASE_MS);
@@ -122,11 +118,7 @@ async function connect(options: SessionOptions): Promise<Session> {
       }
       return hold(key, token);
     },
-    close(): Promise<void> {
-      subscriber.destroy();
-      redis.destroy();
-      return Promise.resolve();
-    },
+    close: clients.close,
   };
 }
 

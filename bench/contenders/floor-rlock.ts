@@ -7,7 +7,6 @@
 // Against floor-2evalsha and floor-pubsub it shows what the protocol costs in Redis; latchkey
 // against it shows what latchkey's client adds.
 import { randomBytes } from 'node:crypto';
-import { createClient } from 'redis';
 import {
   grantChannel,
   ownerField,
@@ -17,6 +16,7 @@ import {
   waitQueueKey,
 } from '../../src/keys.js';
 import { luaScripts } from '../../src/scripts/generated.js';
+import { connectFloorClients } from './floor-clients.js';
 import type { Adapter, Held, Session, SessionOptions } from './types.js';
 
 const LEASE_MS = 30_000;
@@ -24,12 +24,8 @@ const LEASE_MS = 30_000;
 const QUEUE_EXTRA_MS = 60_000;
 
 async function connect(options: SessionOptions): Promise<Session> {
-  const redis = createClient({ url: options.url, name: options.name });
-  redis.on('error', () => undefined);
-  await redis.connect();
-  const subscriber = redis.duplicate();
-  subscriber.on('error', () => undefined);
-  await subscriber.connect();
+  const clients = await connectFloorClients(options.url, options.name);
+  const { redis, subscriber } = clients;
   const acquireSha = await redis.scriptLoad(luaScripts['lock/acquire'].source);
   const releaseSha = await redis.scriptLoad(luaScripts['lock/release'].source);
   const clientId = randomBytes(16).toString('hex');
@@ -97,11 +93,7 @@ async function connect(options: SessionOptions): Promise<Session> {
       }
       return hold(key, owner);
     },
-    close(): Promise<void> {
-      subscriber.destroy();
-      redis.destroy();
-      return Promise.resolve();
-    },
+    close: clients.close,
   };
 }
 
