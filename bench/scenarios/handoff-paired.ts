@@ -50,10 +50,11 @@ function sizes(quick: boolean): {
  * the waiter blocked already, and the others run the same code by another path (the lock free
  * when asked for). They bring both contenders' code in both processes to what V8 compiles for a
  * process that has been handing locks over for a while: a fresh process runs each function in
- * V8's interpreter until it has been called often enough, and latchkey's path through a
- * hand-off is several times the floor's few lines, so for the first few hundred hand-offs it
- * pays for interpretation what the floor barely does. That cost is measured too: the first
- * pair's `coldRounds`, timed before its JIT warm-up, are reported as `coldP50Ms`.
+ * V8's interpreter until it has been called often enough, so the first few hundred hand-offs
+ * measure a process's warm-up rather than a service's steady state. (In the first full run
+ * with it, the warm-up made both about a quarter faster and left their ratio as it was.) The
+ * hand-off before it is measured too: the first pair's `coldRounds`, timed before the JIT
+ * warm-up, are reported as `coldP50Ms`.
  */
 const JIT_SETTLE_MS = 1;
 
