@@ -15,13 +15,12 @@ import {
   unlockChannel,
   waitQueueKey,
 } from '../../src/keys.js';
+import { QUEUE_TTL_MS } from '../../src/engine/acquire.js';
 import { luaScripts } from '../../src/scripts/generated.js';
 import { connectFloorClients } from './floor-clients.js';
 import type { Adapter, Held, Session, SessionOptions } from './types.js';
 
 const LEASE_MS = 30_000;
-/** How long a queue outlives its waiters' leases, as latchkey sets it. */
-const QUEUE_EXTRA_MS = 60_000;
 
 async function connect(options: SessionOptions): Promise<Session> {
   const clients = await connectFloorClients(options.url, options.name);
@@ -32,7 +31,7 @@ async function connect(options: SessionOptions): Promise<Session> {
   const grants = grantChannel(randomBytes(8).toString('hex'));
   const leaseMs = options.leaseMs ?? LEASE_MS;
   const lease = String(leaseMs);
-  const queueTtl = String(leaseMs + QUEUE_EXTRA_MS);
+  const queueTtl = String(leaseMs + QUEUE_TTL_MS);
   let counter = 0;
   /** Waiters of this session by ticket, resolved by the grant that names them. */
   const waiting = new Map<string, () => void>();

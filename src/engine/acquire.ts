@@ -21,8 +21,9 @@ const CANCEL_RECORD_TTL_MS = 60_000;
  * How long a lock's wait queue outlives the lease of the last waiter that joined or checked it.
  * Waiters check their place again whenever they try; an expired queue still leaves them the
  * unlock message.
+ * @internal
  */
-const QUEUE_TTL_MS = 60_000;
+export const QUEUE_TTL_MS = 60_000;
 /**
  * How long an aborted acquire waits for its clean-up (withdrawing its waiter, giving back what
  * an attempt in flight took) before it rejects; the clean-up goes on after that.
