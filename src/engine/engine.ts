@@ -1,9 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'eventemitter3';
-import { ClientClosedError, ReplicationError } from '../errors.js';
+import { ClientClosedError, LockError, ReplicationError } from '../errors.js';
 import { grantChannel, requestKey } from '../keys.js';
 import type { LockClientEvents } from '../options.js';
 import type { RedisConnection, Subscriber } from '../redis/connection.js';
+import { isServerReply } from '../redis/replies.js';
 import { keySlot } from '../redis/slot.js';
 import { ScriptRunner } from '../scripts/runner.js';
 import { Acquirer } from './acquire.js';
@@ -72,7 +73,13 @@ export class Engine {
       isClosed,
       settings.syncReplicas === undefined ? undefined : new Replication(settings.syncReplicas, runner),
     );
-    this.#server = new ServerCheck(this.#calls);
+    /** Public: names this client's grant channel and prefixes its tickets. */
+    const grants = grantChannel(randomBytes(8).toString('hex'));
+    // On a cluster the grant channel lies in another slot than the lock: no hand-overs there.
+    const handOver = redis.cluster !== true;
+    this.#server = new ServerCheck(this.#calls, () => {
+      if (handOver) this.#checkHandOver(grants);
+    });
     const chains = new OperationChains();
     this.#holds = new Holds(this.#calls, chains, this.#events, {
       watchdogTimeoutMs: settings.watchdogTimeoutMs,
@@ -85,8 +92,6 @@ export class Engine {
       telemetry,
       slotOf: redis.cluster === true ? keySlot : undefined,
     });
-    /** Public: names this client's grant channel and prefixes its tickets. */
-    const grants = grantChannel(randomBytes(8).toString('hex'));
     this.#notifications = new Notifications(
       {
         connect: () => this.#connectSubscriber(),
@@ -101,8 +106,7 @@ export class Engine {
       {
         watchdogTimeoutMs: settings.watchdogTimeoutMs,
         grantChannel: grants,
-        // On a cluster the grant channel lies in another slot than the lock: no hand-overs there.
-        handOver: redis.cluster !== true,
+        handOver,
         isClosed,
         assertOpen,
       },
@@ -155,6 +159,31 @@ export class Engine {
       .then(() =>
         this.#acquirer.acquire(target, field, waitMs, leaseMs, signal, newLease, throwOnTimeout, startedAt),
       );
+  }
+
+  /**
+   * Asks once whether Redis lets this client's user count a channel's subscribers (`PUBSUB
+   * NUMSUB`), as a release does inside its script before it hands the lock to a waiter. A script
+   * that is refused hands nothing over and frees the lock instead: still correct, but waiters
+   * are no longer served in the order they came, and take longer. That degrades nothing a
+   * caller sees fail, so the refusal is reported on the `error` event.
+   */
+  #checkHandOver(channel: string): void {
+    this.#calls.command(['PUBSUB', 'NUMSUB', channel], 'checking that Redis allows hand-overs').then(
+      () => undefined,
+      (error: unknown) => {
+        // Only a refusal by the server says anything; a lost connection or a close does not.
+        const refusal = error instanceof LockError ? error.cause : error;
+        if (!(refusal instanceof Error) || !isServerReply(refusal)) return;
+        this.#events.error(
+          new LockError(
+            'REDIS_ERROR',
+            `Redis refused PUBSUB NUMSUB to this client's user (${refusal.message}): its releases cannot hand a lock to a waiter, so they free it instead, and waiters take it when they hear it is free, not in the order they came. Allow the command (ACL: +pubsub|numsub) to keep hand-overs.`,
+            { cause: refusal },
+          ),
+        );
+      },
+    );
   }
 
   /** A plain read command, retried on transient failures. */

@@ -11,16 +11,19 @@ import { abortable } from './timing.js';
  * renamed command) is taken as it is. When the server cannot be reached, the call goes on
  * without the check (its own attempts meet the same trouble and deal with it) and the next one
  * asks again: so the check adds at most one command timeout to the first calls of a client.
+ * `onPassed` runs once, when the server passes, for checks whose outcome no call waits for.
  * @internal
  */
 export class ServerCheck {
   readonly #calls: Calls;
+  readonly #onPassed: () => void;
   #passed = false;
   #refusal: LockError | undefined;
   #pending: Promise<void> | undefined;
 
-  constructor(calls: Calls) {
+  constructor(calls: Calls, onPassed: () => void = noop) {
     this.#calls = calls;
+    this.#onPassed = onPassed;
   }
 
   /** Whether the server passed: no check is needed any more. */
@@ -49,13 +52,13 @@ export class ServerCheck {
     } catch (error) {
       if (error instanceof ClientClosedError) throw error;
       // Refused by the server: taken as it is. Not reached: asked again by the next call.
-      if (error instanceof Error && isServerReply(error)) this.#passed = true;
+      if (error instanceof Error && isServerReply(error)) this.#pass();
       return;
     }
     const version = redisVersionOf(info);
     if (version !== undefined) this.#calls.noteServerVersion(version);
     if (version === undefined || isAtLeast(version, MIN_REDIS_VERSION)) {
-      this.#passed = true;
+      this.#pass();
       return;
     }
     this.#refusal = new LockError(
@@ -64,4 +67,11 @@ export class ServerCheck {
     );
     throw this.#refusal;
   }
+
+  #pass(): void {
+    this.#passed = true;
+    this.#onPassed();
+  }
 }
+
+function noop(): void {}

@@ -61,7 +61,7 @@ describe('round trips of the lock operations', () => {
 
   afterAll(() => perFile.closeAll());
 
-  it('checks the server version with one INFO per LockClient, before its first script call, shared by concurrent first acquires', async () => {
+  it('checks the server with one INFO and one PUBSUB NUMSUB per LockClient, before its first script call, shared by concurrent first acquires', async () => {
     const locks = res.track(new LockClient(redis, { keyPrefix: uniquePrefix('round-trips') }));
     const first = await commandsDuring(watched, async () => {
       const leases = await Promise.all(
@@ -73,11 +73,17 @@ describe('round trips of the lock operations', () => {
     });
     expect(names(first)[0]).toBe('INFO');
     expect(first.filter((command) => command[0]?.toUpperCase() === 'INFO')).toEqual([['INFO', 'server']]);
-    // Then only script calls (forceUnlock's script may be new to the server: EVALSHA, then EVAL).
+    // Once the server passed, whether its user may count subscribers (see handover.test.ts),
+    // sent beside the first script calls, not before them.
+    const numsub = first.filter((command) => command[0]?.toUpperCase() === 'PUBSUB');
+    expect(numsub).toHaveLength(1);
+    expect(numsub[0]?.slice(1, 2)).toEqual(['NUMSUB']);
+    expect(numsub[0]?.[2]).toMatch(/^latchkey_grant:/);
+    // Otherwise only script calls (forceUnlock's script may be new to the server: EVALSHA, then EVAL).
     expect(
       names(first)
         .slice(1)
-        .every((name) => name === 'EVALSHA' || name === 'EVAL'),
+        .every((name) => name === 'EVALSHA' || name === 'EVAL' || name === 'PUBSUB'),
     ).toBe(true);
     expect(names(first).filter((name) => name === 'EVALSHA')).toHaveLength(9);
 
@@ -87,7 +93,14 @@ describe('round trips of the lock operations', () => {
       await (await second.lock('invoice:f').acquire()).release();
       await (await second.lock('invoice:f').acquire()).release();
     });
-    expect(names(again)).toEqual(['INFO', 'EVALSHA', 'EVALSHA', 'EVALSHA', 'EVALSHA']);
+    expect(names(again).filter((name) => name !== 'PUBSUB')).toEqual([
+      'INFO',
+      'EVALSHA',
+      'EVALSHA',
+      'EVALSHA',
+      'EVALSHA',
+    ]);
+    expect(names(again).filter((name) => name === 'PUBSUB')).toHaveLength(1);
   });
 
   it('sends exactly two commands for an uncontended acquire() + release(): two EVALSHA', async () => {

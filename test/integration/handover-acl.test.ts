@@ -1,0 +1,85 @@
+/**
+ * A LockClient whose Redis user may not run PUBSUB NUMSUB: its releases cannot hand a lock over
+ * (their script is refused the count of the waiter's subscribers), so they free it and the
+ * waiter takes it by asking. The client says so once, on its error event. Its own file: it runs
+ * its LockClient as an ACL user of its own, which the least-privilege run (test/chaos) cannot.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LockClient, LockError } from '../../src/index.js';
+import { uniquePrefix } from '../support/keys.js';
+import { commandsFrom } from '../support/monitor.js';
+import { sharedRedis } from '../support/redis-server.js';
+import { channelOf, testResources, type Redis } from '../support/resources.js';
+import { waitUntil, within } from '../support/wait.js';
+
+/** The wait queue's key for a lock key without a hash tag. */
+function queueOf(key: string): string {
+  return `latchkey_queue:{${key}}`;
+}
+
+describe('a client whose user may not run PUBSUB NUMSUB', () => {
+  let url: string;
+  let admin: Redis;
+  const perFile = testResources(() => url);
+  const res = testResources(() => url);
+
+  beforeAll(async () => {
+    ({ url } = await sharedRedis());
+    admin = await perFile.connect();
+  });
+
+  afterEach(() => res.closeAll());
+
+  afterAll(() => perFile.closeAll());
+
+  const queued = async (key: string): Promise<number> => Number(await admin.lLen(queueOf(key)));
+
+  it('says so on the error event, and its waiters still get the lock', async () => {
+    // A release whose script may not count the grant channel's subscribers hands nothing over:
+    // it frees the lock, and the waiter takes it by asking. The client says so once, up front.
+    const prefix = uniquePrefix('handover-acl');
+    const key = `${prefix}batch:1`;
+    const user = `${prefix}user`;
+    const password = 'no-pubsub';
+    await admin.sendCommand(['ACL', 'SETUSER', user, 'on', `>${password}`, '~*', '&*', '+@all', '-pubsub']);
+    try {
+      const address = new URL(url);
+      address.username = user;
+      address.password = password;
+      const holder = res.track(
+        new LockClient(await res.connectLocks({ url: address.href }), { keyPrefix: prefix }),
+      );
+      const holderErrors: Error[] = [];
+      holder.on('error', (error) => holderErrors.push(error));
+      const waiterLocks = await res.lockClient({ keyPrefix: prefix });
+      const waiterErrors: Error[] = [];
+      waiterLocks.on('error', (error) => waiterErrors.push(error));
+
+      const lease = await holder.lock('batch:1').acquire();
+      await waitUntil('the refusal is reported', () => holderErrors.length > 0, 5_000);
+      expect(holderErrors).toHaveLength(1);
+      const [refusal] = holderErrors;
+      expect(refusal).toBeInstanceOf(LockError);
+      expect((refusal as LockError).code).toBe('REDIS_ERROR');
+      expect(refusal?.message).toMatch(/refused PUBSUB NUMSUB.*NOPERM.*\+pubsub\|numsub/s);
+
+      const waiting = waiterLocks.lock('batch:1').acquire();
+      await waitUntil('the waiter is queued', async () => (await queued(key)) === 1, 10_000);
+      const monitor = await res.monitor();
+      await lease.release();
+      const taken = await within(waiting, 2_000, 'the lock after a release that could not hand it over');
+      // The release freed the lock and announced it, rather than handing it over.
+      const publishes = commandsFrom(monitor.lines).filter((cmd) => cmd[0]?.toUpperCase() === 'PUBLISH');
+      expect(publishes.map((cmd) => cmd[1])).toContain(channelOf(key));
+      expect(taken.holdCount).toBe(1);
+      await taken.release();
+      expect(await admin.exists(key)).toBe(0);
+      // A user allowed the command hears nothing of it; its check went out before its first
+      // acquire, on the same connection, so its answer came long before now.
+      expect(waiterErrors).toEqual([]);
+      expect(holderErrors).toHaveLength(1);
+    } finally {
+      await admin.sendCommand(['ACL', 'DELUSER', user]);
+    }
+  });
+});
