@@ -82,4 +82,40 @@ describe('a client whose user may not run PUBSUB NUMSUB', () => {
       await admin.sendCommand(['ACL', 'DELUSER', user]);
     }
   });
+
+  it('says so too when Redis refuses INFO as well, whose check the client then skips', async () => {
+    const prefix = uniquePrefix('handover-acl-info');
+    const user = `${prefix}user`;
+    const password = 'no-pubsub-no-info';
+    await admin.sendCommand([
+      'ACL',
+      'SETUSER',
+      user,
+      'on',
+      `>${password}`,
+      '~*',
+      '&*',
+      '+@all',
+      '-pubsub',
+      '-info',
+    ]);
+    try {
+      const address = new URL(url);
+      address.username = user;
+      address.password = password;
+      // node-redis whatever the suite's client: ioredis asks INFO before it calls itself ready.
+      const locks = res.track(
+        new LockClient(await res.connect({ url: address.href }), { keyPrefix: prefix }),
+      );
+      const errors: Error[] = [];
+      locks.on('error', (error) => errors.push(error));
+      await (await locks.lock('batch:2').acquire()).release();
+      await waitUntil('the refusal is reported', () => errors.length > 0, 5_000);
+      expect(errors).toHaveLength(1);
+      expect((errors[0] as LockError).code).toBe('REDIS_ERROR');
+      expect(errors[0]?.message).toMatch(/refused PUBSUB NUMSUB.*NOPERM/s);
+    } finally {
+      await admin.sendCommand(['ACL', 'DELUSER', user]);
+    }
+  });
 });
