@@ -17,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Lease, LockClient } from '../../src/index.js';
 import type { Worker, WorkerMessage } from '../support/child.js';
-import { uniquePrefix } from '../support/keys.js';
+import { queueOf, uniquePrefix } from '../support/keys.js';
 import { msBetween, now, ofType, stamp } from '../support/stamps.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { ownServer } from './own-server.js';
@@ -36,11 +36,6 @@ const LOCK_NAME = 'ledger:close';
 const MS = 1_000_000n;
 
 type Stall = 'event loop blocked' | 'SIGSTOP';
-
-/** The wait queue's key for a lock key without a hash tag. */
-function queueOf(key: string): string {
-  return `latchkey_queue:{${key}}`;
-}
 
 function later(...stamps: bigint[]): bigint {
   return stamps.reduce((a, b) => (a > b ? a : b));

@@ -25,7 +25,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Lease } from '../../src/index.js';
 import type { Worker } from '../support/child.js';
-import { uniquePrefix } from '../support/keys.js';
+import { queueOf, uniquePrefix } from '../support/keys.js';
 import { msBetween, now, ofType, stamp } from '../support/stamps.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { ownServer } from './own-server.js';
@@ -46,10 +46,6 @@ const TEST_TIMEOUT_MS = 20_000;
 const LOCK_NAME = 'ledger:close';
 const OUTER_NAME = 'ledger:batch';
 const MS = 1_000_000n;
-
-function queueOf(key: string): string {
-  return `latchkey_queue:{${key}}`;
-}
 
 describe('a withdrawal while another acquire of the same owner waits', () => {
   const env = ownServer();

@@ -17,7 +17,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/index.js';
 import { luaScripts } from '../../src/scripts/generated.js';
-import { uniquePrefix } from '../support/keys.js';
+import { queueOf, uniquePrefix } from '../support/keys.js';
 import { startRedis, type RedisInstance } from '../support/redis-server.js';
 import { interceptCommands } from '../support/clients.js';
 import { testResources, type Redis } from '../support/resources.js';
@@ -36,11 +36,6 @@ const acquireScript = luaScripts['lock/acquire'];
 const MEMBER_ARG = 3 + 3 + 3;
 /** Where ARGV[5] (the entry an earlier attempt left in the queue) sits. */
 const QUEUED_AS_ARG = MEMBER_ARG + 1;
-
-/** The wait queue's key for a lock key without a hash tag. */
-function queueOf(key: string): string {
-  return `latchkey_queue:{${key}}`;
-}
 
 function isAcquire(args: readonly string[]): boolean {
   return (

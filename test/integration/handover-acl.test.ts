@@ -6,16 +6,11 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient, LockError } from '../../src/index.js';
-import { uniquePrefix } from '../support/keys.js';
+import { queueOf, uniquePrefix } from '../support/keys.js';
 import { commandsFrom } from '../support/monitor.js';
 import { sharedRedis } from '../support/redis-server.js';
 import { channelOf, testResources, type Redis } from '../support/resources.js';
 import { waitUntil, within } from '../support/wait.js';
-
-/** The wait queue's key for a lock key without a hash tag. */
-function queueOf(key: string): string {
-  return `latchkey_queue:{${key}}`;
-}
 
 describe('a client whose user may not run PUBSUB NUMSUB', () => {
   let url: string;
@@ -34,20 +29,36 @@ describe('a client whose user may not run PUBSUB NUMSUB', () => {
 
   const queued = async (key: string): Promise<number> => Number(await admin.lLen(queueOf(key)));
 
+  /**
+   * Runs `body` with the url of a new ACL user that may do anything but what `denied` takes
+   * away (`-pubsub`, `-info`), and drops the user after.
+   */
+  async function asUserWithout(
+    label: string,
+    denied: readonly string[],
+    body: (url: string) => Promise<void>,
+  ): Promise<void> {
+    const user = `${uniquePrefix(label)}user`;
+    const password = `${label}-password`;
+    await admin.sendCommand(['ACL', 'SETUSER', user, 'on', `>${password}`, '~*', '&*', '+@all', ...denied]);
+    try {
+      const address = new URL(url);
+      address.username = user;
+      address.password = password;
+      await body(address.href);
+    } finally {
+      await admin.sendCommand(['ACL', 'DELUSER', user]);
+    }
+  }
+
   it('says so on the error event, and its waiters still get the lock', async () => {
     // A release whose script may not count the grant channel's subscribers hands nothing over:
     // it frees the lock, and the waiter takes it by asking. The client says so once, up front.
     const prefix = uniquePrefix('handover-acl');
     const key = `${prefix}batch:1`;
-    const user = `${prefix}user`;
-    const password = 'no-pubsub';
-    await admin.sendCommand(['ACL', 'SETUSER', user, 'on', `>${password}`, '~*', '&*', '+@all', '-pubsub']);
-    try {
-      const address = new URL(url);
-      address.username = user;
-      address.password = password;
+    await asUserWithout('no-pubsub', ['-pubsub'], async (userUrl) => {
       const holder = res.track(
-        new LockClient(await res.connectLocks({ url: address.href }), { keyPrefix: prefix }),
+        new LockClient(await res.connectLocks({ url: userUrl }), { keyPrefix: prefix }),
       );
       const holderErrors: Error[] = [];
       holder.on('error', (error) => holderErrors.push(error));
@@ -78,35 +89,14 @@ describe('a client whose user may not run PUBSUB NUMSUB', () => {
       // acquire, on the same connection, so its answer came long before now.
       expect(waiterErrors).toEqual([]);
       expect(holderErrors).toHaveLength(1);
-    } finally {
-      await admin.sendCommand(['ACL', 'DELUSER', user]);
-    }
+    });
   });
 
   it('says so too when Redis refuses INFO as well, whose check the client then skips', async () => {
     const prefix = uniquePrefix('handover-acl-info');
-    const user = `${prefix}user`;
-    const password = 'no-pubsub-no-info';
-    await admin.sendCommand([
-      'ACL',
-      'SETUSER',
-      user,
-      'on',
-      `>${password}`,
-      '~*',
-      '&*',
-      '+@all',
-      '-pubsub',
-      '-info',
-    ]);
-    try {
-      const address = new URL(url);
-      address.username = user;
-      address.password = password;
+    await asUserWithout('no-pubsub-no-info', ['-pubsub', '-info'], async (userUrl) => {
       // node-redis whatever the suite's client: ioredis asks INFO before it calls itself ready.
-      const locks = res.track(
-        new LockClient(await res.connect({ url: address.href }), { keyPrefix: prefix }),
-      );
+      const locks = res.track(new LockClient(await res.connect({ url: userUrl }), { keyPrefix: prefix }));
       const errors: Error[] = [];
       locks.on('error', (error) => errors.push(error));
       await (await locks.lock('batch:2').acquire()).release();
@@ -114,8 +104,6 @@ describe('a client whose user may not run PUBSUB NUMSUB', () => {
       expect(errors).toHaveLength(1);
       expect((errors[0] as LockError).code).toBe('REDIS_ERROR');
       expect(errors[0]?.message).toMatch(/refused PUBSUB NUMSUB.*NOPERM/s);
-    } finally {
-      await admin.sendCommand(['ACL', 'DELUSER', user]);
-    }
+    });
   });
 });

@@ -6,7 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient, LockTimeoutError, type Lease } from '../../src/index.js';
-import { uniquePrefix } from '../support/keys.js';
+import { queueOf, uniquePrefix } from '../support/keys.js';
 import { clientAddr, commandsFrom } from '../support/monitor.js';
 import { sharedRedis } from '../support/redis-server.js';
 import { commandsOf } from '../support/clients.js';
@@ -14,11 +14,6 @@ import { channelOf, testResources, type Redis } from '../support/resources.js';
 import { sleep, waitUntil, within } from '../support/wait.js';
 
 const WAITER = new URL('../support/fixtures/waiting-waiter.ts', import.meta.url).pathname;
-
-/** The wait queue's key for a lock key without a hash tag. */
-function queueOf(key: string): string {
-  return `latchkey_queue:{${key}}`;
-}
 
 describe('the wait queue', () => {
   let url: string;

@@ -7,3 +7,8 @@ import { randomBytes } from 'node:crypto';
 export function uniquePrefix(label = 'test'): string {
   return `lk-test-${label}-${randomBytes(4).toString('hex')}-`;
 }
+
+/** The wait queue's key of a lock key without a hash tag (latchkey's own, beside Redisson's layout). */
+export function queueOf(key: string): string {
+  return `latchkey_queue:{${key}}`;
+}
