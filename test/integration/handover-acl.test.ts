@@ -85,8 +85,8 @@ describe('a client whose user may not run PUBSUB NUMSUB', () => {
       expect(taken.holdCount).toBe(1);
       await taken.release();
       expect(await admin.exists(key)).toBe(0);
-      // A user allowed the command hears nothing of it; its check went out before its first
-      // acquire, on the same connection, so its answer came long before now.
+      // A user allowed the command hears nothing of it: its check went out with its first calls,
+      // on the connection that later asked for the lock, so its answer came before that reply.
       expect(waiterErrors).toEqual([]);
       expect(holderErrors).toHaveLength(1);
     });
