@@ -61,7 +61,7 @@ describe('round trips of the lock operations', () => {
 
   afterAll(() => perFile.closeAll());
 
-  it('checks the server with one INFO and one PUBSUB NUMSUB per LockClient, before its first script call, shared by concurrent first acquires', async () => {
+  it('checks the server with one INFO per LockClient, before its first script call, shared by concurrent first acquires, then sends one PUBSUB NUMSUB', async () => {
     const locks = res.track(new LockClient(redis, { keyPrefix: uniquePrefix('round-trips') }));
     const first = await commandsDuring(watched, async () => {
       const leases = await Promise.all(
@@ -73,7 +73,7 @@ describe('round trips of the lock operations', () => {
     });
     expect(names(first)[0]).toBe('INFO');
     expect(first.filter((command) => command[0]?.toUpperCase() === 'INFO')).toEqual([['INFO', 'server']]);
-    // Once the server passed, whether its user may count subscribers (see handover.test.ts),
+    // Once the server passed, whether its user may count subscribers (see handover-acl.test.ts),
     // sent beside the first script calls, not before them.
     const numsub = first.filter((command) => command[0]?.toUpperCase() === 'PUBSUB');
     expect(numsub).toHaveLength(1);
