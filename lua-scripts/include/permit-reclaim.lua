@@ -44,6 +44,14 @@ local function reclaimExpiredPermits(counterKey, timeoutKey, channel, now)
   return #expired
 end
 
+-- Creates a missing counter with `initialPermits` free (empty: leaves it missing). Returns true when
+-- this call created it: the caller then publishes the count it leaves free, if any, because a waiter
+-- of a client that knows no initial count (latchkey's, or Redisson's, whose SemaphorePubSub lets
+-- that many of its waiters go) sleeps on the missing counter until it is told.
+local function createCounter(counterKey, initialPermits)
+  return initialPermits ~= '' and redis.call('set', counterKey, initialPermits, 'nx') ~= false
+end
+
 -- Milliseconds until the earliest lease among the permits out ends; -1 when none will end (no
 -- permit is out, or the earliest one never expires). Called after reclaimExpiredPermits, so every
 -- lease left ends after `now`.

@@ -2,7 +2,8 @@
 -- KEYS[1] counter: a string holding the number of free permits (no TTL: the semaphore's state)
 -- KEYS[2] request key: exists only when cancel-acquire.lua gave this request up
 -- KEYS[3] timeout set: `{<counter>}:timeout`, permit ids out -> end of their lease (ms since the epoch, Redis's clock)
--- ARGV[1] channel: `redisson_sc:{<counter>}`, where the count of free permits is published
+-- ARGV[1] channel: `redisson_sc:{<counter>}`, where the count of free permits is published when
+--   expired permits come back, and when this call creates the counter and leaves permits free
 -- ARGV[2] permit id: 32 hex digits, new for this acquisition (secret)
 -- ARGV[3] lease: how long the permit is held unless renewed, in milliseconds (integer > 0)
 -- ARGV[4] initial permits: the count the counter is created with when it does not exist (integer >= 0),
@@ -33,13 +34,14 @@ end
 if redis.call('exists', requestKey) == 1 then
   return -3
 end
-if initialPermits ~= '' then
-  redis.call('set', counterKey, initialPermits, 'nx')
-end
+local created = createCounter(counterKey, initialPermits)
 local free = tonumber(redis.call('get', counterKey)) or 0
 if free >= 1 then
-  redis.call('decrby', counterKey, 1)
+  local left = redis.call('decrby', counterKey, 1)
   redis.call('zadd', timeoutKey, permitMs(now + lease), member)
+  if created and left > 0 then
+    redis.call('publish', channel, left)
+  end
   return nil
 end
 return untilEarliestExpiry(timeoutKey, now)

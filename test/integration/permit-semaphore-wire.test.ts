@@ -174,6 +174,29 @@ describe('wire compatibility with Redisson RPermitExpirableSemaphore', () => {
     expect(String((await java.tryAcquire(1_000)).reply)).toBe('OK');
   });
 
+  it('wakes a Redisson waiter on a missing counter when latchkey creates it with `permits`', async () => {
+    const name = 'warehouse:cranes';
+    const seeded = lockClient().permitSemaphore(name, { permits: 2 });
+    const java = redisson(await res.connect(), seeded.key);
+    // Redisson's tryAcquire(waitTime) on a missing counter: its script answers nil (no lease to
+    // wait for), so it sleeps on its SemaphorePubSub until a message lets it go.
+    expect(String((await java.tryAcquire(60_000)).reply)).toBe('null');
+    const subscriber = await res.connect();
+    const told = new Promise<string>((resolve) => {
+      void subscriber.subscribe(channelOf(seeded.key), resolve);
+    });
+    await waitUntil(
+      'Redisson waits on the channel',
+      async () => (await res.numsub(channelOf(seeded.key))) >= 1,
+    );
+
+    expect(await seeded.availablePermits()).toBe(2);
+    const message = await Promise.race([told, sleep(3_000).then(() => 'nothing within 3 s')]);
+    // SemaphorePubSub lets min(its waiters, message) go: the count of free permits.
+    expect(message).toBe('2');
+    expect(String((await java.tryAcquire(60_000)).reply)).toBe('OK');
+  });
+
   it('gives back a Redisson permit whose lease ended, in latchkey’s scripts', async () => {
     const { semaphore, java } = await setUp('warehouse:docks');
     await semaphore.trySetPermits(1);

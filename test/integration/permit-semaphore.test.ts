@@ -228,6 +228,33 @@ describe('PermitSemaphore', () => {
     expect(await seeded.addPermits(1)).toBe(5);
   });
 
+  it.each([
+    ['counts the permits', (seeded: PermitSemaphore) => seeded.availablePermits(), '2'],
+    ['takes a permit', (seeded: PermitSemaphore) => seeded.acquire(), '1'],
+  ] as const)(
+    'wakes a waiter on a missing counter when another client with `permits` %s and so creates it',
+    async (_, create, announced) => {
+      const waiter = lockClient().permitSemaphore('renders:tpu');
+      const seeded = (await otherClient(res, waiter)).permitSemaphore('renders:tpu', { permits: 2 });
+      const messages: string[] = [];
+      const subscriber = await res.connect();
+      await subscriber.subscribe(channelOf(waiter.key), (message) => messages.push(message));
+      // No counter and no permits known: the waiter has no lease to wait for, only the channel.
+      const waiting = settle(waiter.acquire({ waitMs: 5_000 }));
+      await waitUntil('the waiter is subscribed', async () => (await res.numsub(channelOf(waiter.key))) >= 2);
+      await sleep(100);
+      const createdAt = performance.now();
+      await create(seeded);
+      const { value: lease, error } = await waiting;
+      expect(error).toBeUndefined();
+      // Told at once, not at the end of its wait (before the counter announced itself it timed out).
+      expect(performance.now() - createdAt).toBeLessThan(1_500);
+      // The count left free, which Redisson's waiters read as how many of them may go.
+      expect(messages[0]).toBe(announced);
+      await lease?.release();
+    },
+  );
+
   it('takes a permit per acquire, but refuses one from inside its own withLock', async () => {
     const semaphore = lockClient().permitSemaphore('mail:send', { permits: 3 });
     const [first, second] = await Promise.all([semaphore.acquire(), semaphore.acquire()]);
