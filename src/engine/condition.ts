@@ -1,3 +1,5 @@
+import { LockError } from '../errors.js';
+import { isTransient } from '../scripts/runner.js';
 import { redisError } from './calls.js';
 import type { Notifications, Waiter } from './notifications.js';
 import { abortable, within } from './timing.js';
@@ -7,6 +9,26 @@ import { abortable, within } from './timing.js';
  * back) before it rejects; the undoing goes on after that.
  */
 const ABORT_CLEANUP_GRACE_MS = 50;
+
+/**
+ * How long the wait pauses before it tries again after a try that could not reach Redis:
+ * doubled after each such try, up to the maximum, and back to the minimum after a try that got
+ * through. A message or a reconnect ends the pause early.
+ */
+const UNREACHABLE_RETRY_MIN_MS = 50;
+const UNREACHABLE_RETRY_MAX_MS = 1_000;
+
+/**
+ * Whether a try failed only because Redis did not answer in time or could not be reached (a
+ * timeout, a lost or refused connection, a failover's LOADING or READONLY): worth another try
+ * while the wait lasts. A refusal, an unexpected reply or a closed client is not.
+ */
+function unreachable(error: unknown): error is Error {
+  if (error instanceof LockError) {
+    return error.code === 'REDIS_ERROR' && error.cause !== undefined && isTransient(error.cause);
+  }
+  return isTransient(error);
+}
 
 /**
  * What one try of a {@link Condition} found: `done` with its result, or not yet — then the waiter
@@ -20,6 +42,8 @@ export type ConditionTry<T> =
 /**
  * Something a caller waits for that is not a hold: permits of a semaphore, a latch reaching zero.
  * The kind says how to try once and where a change is announced; the engine owns the waiting.
+ * A try that fails because Redis could not be reached is tried again while the wait lasts, so
+ * a try must leave nothing behind when it fails (a semaphore gives back what it may have taken).
  * @internal
  */
 export interface Condition<T> {
@@ -31,7 +55,8 @@ export interface Condition<T> {
   readonly wakes?: (message: string) => number;
   /**
    * One try. `deadline` (monotonic ms) bounds its retries: the try ends by it plus one command
-   * timeout, whatever Redis does.
+   * timeout, whatever Redis does. It may end sooner, failing, after retries of its own: the wait
+   * tries again (with a fresh request) until `deadline`.
    */
   attempt(deadline: number): Promise<ConditionTry<T>>;
   /** Gives back what a try that the caller stopped waiting for took, if anything. */
@@ -47,9 +72,11 @@ export interface ConditionHost {
 /**
  * Waits until `condition` is met, at most `waitMs` from `startedAt` (monotonic ms): try; when not
  * met, subscribe to its channel, try again once subscribed, then try whenever a message, a
- * reconnect or a re-check bound says so. Resolves null when the wait runs out; rejects with
- * `signal.reason` at once on abort, whatever is in flight — a try in flight that succeeds after
- * that is undone.
+ * reconnect or a re-check bound says so. A try that could not reach Redis is tried again, after a
+ * short pause, until the wait runs out, as a lock's attempt is retried until its deadline.
+ * Resolves null when the wait runs out; rejects with the last try's failure instead when that
+ * try could not reach Redis, and with `signal.reason` at once on abort, whatever is in flight — a
+ * try in flight that succeeds after that is undone.
  * @internal
  */
 export async function waitFor<T>(
@@ -62,21 +89,37 @@ export async function waitFor<T>(
   const deadline = startedAt + waitMs;
   const { notifications } = host;
   let abandoned: Promise<unknown> | undefined;
+  /** The last try's failure while Redis could not be reached; undefined once a try got through. */
+  let failure: Error | undefined;
+  let pauseMs = UNREACHABLE_RETRY_MIN_MS;
   const attempt = async (): Promise<ConditionTry<T>> => {
     const sent = condition.attempt(deadline);
-    if (signal === undefined) return sent;
+    let found: ConditionTry<T>;
     try {
-      return await abortable(sent, signal);
+      found = signal === undefined ? await sent : await abortable(sent, signal);
     } catch (error) {
-      if (signal.aborted && error === signal.reason) {
+      if (signal?.aborted === true && error === signal.reason) {
         abandoned = sent.then(
-          (found) => (found.done ? condition.undo?.(found.value) : undefined),
+          (tried) => (tried.done ? condition.undo?.(tried.value) : undefined),
           () => undefined,
         );
         abandoned.catch(() => undefined);
+        throw error;
       }
-      throw error;
+      if (!unreachable(error) || performance.now() >= deadline) throw error;
+      failure = error;
+      const recheckMs = pauseMs;
+      pauseMs = Math.min(UNREACHABLE_RETRY_MAX_MS, pauseMs * 2);
+      return { done: false, recheckMs };
     }
+    failure = undefined;
+    pauseMs = UNREACHABLE_RETRY_MIN_MS;
+    return found;
+  };
+  /** The wait ran out: null, or the failure of a last try that could not reach Redis. */
+  const ranOut = (): null => {
+    if (failure !== undefined) throw failure;
+    return null;
   };
 
   let waiter: Waiter | undefined;
@@ -90,7 +133,7 @@ export async function waitFor<T>(
       met = true;
       return found.value;
     }
-    if (waitMs === 0) return null;
+    if (waitMs === 0) return ranOut();
     host.assertOpen();
     signal?.throwIfAborted();
     const joined = notifications.join(condition.channel, false, condition.wakes);
@@ -106,11 +149,11 @@ export async function waitFor<T>(
     for (;;) {
       if (!tryNow) {
         const remaining = deadline - performance.now();
-        if (remaining <= 0) return null;
+        if (remaining <= 0) return ranOut();
         const reason = await waiter.wait(Math.min(remaining, recheckAt - performance.now()), signal);
         host.assertOpen();
         signal?.throwIfAborted();
-        if (reason === 'timeout' && performance.now() >= deadline) return null;
+        if (reason === 'timeout' && performance.now() >= deadline) return ranOut();
         // Becoming the first local waiter is no news by itself.
         if (reason === 'promoted' && recheckAt > performance.now()) continue;
       }

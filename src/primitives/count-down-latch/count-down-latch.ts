@@ -198,7 +198,8 @@ export class CountDownLatch {
    *   `await(time, unit)`, not an error).
    * @throws `signal.reason` when aborted; {@link InvalidArgumentError} for bad options, before
    *   any Redis command; {@link ClientClosedError} when the client closes meanwhile; a
-   *   {@link LockError} `REDIS_ERROR` when Redis fails.
+   *   {@link LockError} `REDIS_ERROR` when Redis fails, or when `waitMs` runs out while Redis
+   *   cannot be reached (until then it keeps trying).
    * @example
    * ```ts
    * const warm = await latch.await({ waitMs: 60_000, signal: shutdown.signal });

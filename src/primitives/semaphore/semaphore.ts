@@ -163,9 +163,13 @@ export class Semaphore {
 
   /**
    * Takes `permits` permits (default 1), waiting up to `waitMs` (default: forever) until that
-   * many are free. Waiting is driven by the releases' messages, not by polling.
+   * many are free. Waiting is driven by the releases' messages, not by polling. While Redis
+   * cannot be reached (frozen, restarting, failing over) it keeps trying until `waitMs` runs out;
+   * a try whose reply was lost is given up in Redis before the next, so it takes its permits once
+   * or not at all.
    *
-   * @throws {@link LockTimeoutError} when `waitMs` runs out; {@link ReplicationError} when, with
+   * @throws {@link LockTimeoutError} when `waitMs` runs out; a {@link LockError} `REDIS_ERROR`
+   *   when it runs out while Redis cannot be reached; {@link ReplicationError} when, with
    *   `syncReplicas`, `waitMs` runs out on a grant too few replicas acknowledged (it was given
    *   back); `signal.reason` when aborted (no permit is taken in any of these cases);
    *   {@link InvalidArgumentError} for bad input, before any Redis command.
@@ -560,8 +564,9 @@ export class Semaphore {
       );
     } catch (error) {
       // The request may still have been applied, or a copy of it may yet be: refuse every copy
-      // and give back what it took, before the caller hears of the failure.
-      await this.#cancel(cancel, 'acquire');
+      // and give back what it took, before the caller hears of the failure (and before the wait
+      // tries again with a fresh request while it lasts).
+      await this.#cancel(cancel, 'acquire', deadline + engine.commandTimeoutMs);
       throw error;
     }
     const outcome = acquireReply(synced.reply);
@@ -575,7 +580,7 @@ export class Semaphore {
         // others. Give them back before the caller hears of it. The cancel gives back only
         // what the request's record says it took, and a failover that loses the grant loses
         // that record with it, so it never adds permits that were not taken.
-        await this.#cancel(cancel, 'acquire');
+        await this.#cancel(cancel, 'acquire', deadline + engine.commandTimeoutMs);
         return { status: 'unreplicated', error };
       }
     }
@@ -591,10 +596,15 @@ export class Semaphore {
 
   /**
    * Cancels an acquire (or drain) request whose outcome is unknown or too few replicas
-   * acknowledged: the caller waits for it a little (one retry window); if Redis still does not
-   * answer, it goes on in the background until a late copy of the request can no longer matter.
+   * acknowledged: the caller waits for it a little (one retry window, and not past `until`,
+   * monotonic ms); if Redis still does not answer, it goes on in the background until a late
+   * copy of the request can no longer matter.
    */
-  async #cancel(cancel: ScriptCall, what: 'acquire' | 'drain'): Promise<void> {
+  async #cancel(
+    cancel: ScriptCall,
+    what: 'acquire' | 'drain',
+    until = Number.POSITIVE_INFINITY,
+  ): Promise<void> {
     const engine = this.#engine;
     if (engine.closed) return;
     const giveUpAt = performance.now() + CANCEL_RECORD_TTL_MS / 2;
@@ -605,7 +615,7 @@ export class Semaphore {
     await Promise.race([
       cancelling,
       new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, this.#retryMs);
+        timer = setTimeout(resolve, Math.max(0, Math.min(this.#retryMs, until - performance.now())));
         timer.unref();
       }),
     ]);
