@@ -155,6 +155,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         ? DEFAULT_WATCHDOG_TIMEOUT_MS
         : checkDuration('watchdogTimeoutMs', given.watchdogTimeoutMs, 30);
     this.#engine = new Engine(client, this, {
+      keyPrefix: this.#keyPrefix,
       watchdogTimeoutMs,
       syncReplicas:
         given.syncReplicas === undefined

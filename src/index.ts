@@ -43,6 +43,8 @@ export type {
   LockOptions,
   PermitSemaphoreOptions,
   SyncReplicasOptions,
+  RedisReachableEvent,
+  RedisUnreachableEvent,
   ReleasedEvent,
   RenewFailedEvent,
   SemaphoreOptions,

@@ -116,6 +116,16 @@ export interface FairLockOptions extends LockOptions {
    * @defaultValue 10_000
    */
   readonly waiterTimeoutMs?: number;
+  /**
+   * Redisson's RFairLock threadWaitTime, in milliseconds: the step its arithmetic adds to a
+   * waiter's deadline for each waiter ahead of it, and takes off every waiter's deadline when one
+   * takes the lock or gives up. latchkey counts the line's deadlines the same way, so a line
+   * shared with Redisson clients keeps its order. Set it to the Redisson clients'
+   * `fairLockWaitTimeout` when they change it (a Redisson `tryLock(waitTime, ...)` uses its
+   * waitTime instead, which is shorter and so harmless). A whole number from 1 to 2,147,483,647.
+   * @defaultValue 300_000 (Redisson's default)
+   */
+  readonly waitStepMs?: number;
 }
 
 /** Options of {@link LockClient.semaphore}. */
@@ -214,6 +224,33 @@ export interface RenewFailedEvent {
   readonly retryInMs: number;
 }
 
+/**
+ * What `redisUnreachable` events carry: nothing this client sent has been answered for at least
+ * `commandTimeoutMs`.
+ */
+export interface RedisUnreachableEvent {
+  /**
+   * The lock (semaphore, latch) whose call was going unanswered when this was reported, as given
+   * to the client; absent when it was no such call (the subscriber connection, a server check).
+   */
+  readonly name?: string;
+  /** Its Redis key (`keyPrefix + name`); present with `name`. */
+  readonly key?: string;
+  /**
+   * Milliseconds since the first call that went unanswered was sent (or the subscriber connection
+   * failed), with no answer since.
+   */
+  readonly downForMs: number;
+  /** The latest failure: a timeout, a lost or refused connection, a `LOADING` or `READONLY` reply. */
+  readonly error: Error;
+}
+
+/** What `redisReachable` events carry: Redis answered again after a `redisUnreachable`. */
+export interface RedisReachableEvent {
+  /** Milliseconds from the first unanswered call to this answer. */
+  readonly downForMs: number;
+}
+
 /** Events of a {@link LockClient}; listen with `locks.on(name, listener)`. */
 export interface LockClientEvents {
   acquired: (event: AcquiredEvent) => void;
@@ -222,6 +259,14 @@ export interface LockClientEvents {
   renewFailed: (event: RenewFailedEvent) => void;
   /** A lock was kept longer than `longHoldWarningMs` without a release. */
   leaseHeldLong: (event: LeaseHeldLongEvent) => void;
+  /**
+   * Redis has not answered this client for `commandTimeoutMs` (it is down, unreachable, frozen or
+   * failing over); once per outage. Calls go on as before: acquires keep trying within their
+   * `waitMs`. The first one on a client also raises a process warning `LATCHKEY_REDIS_UNREACHABLE`.
+   */
+  redisUnreachable: (event: RedisUnreachableEvent) => void;
+  /** Redis answered again after a `redisUnreachable`. */
+  redisReachable: (event: RedisReachableEvent) => void;
   /** Background failures that no caller is waiting for (the subscriber, cleanups, listeners). */
   error: (error: Error) => void;
 }

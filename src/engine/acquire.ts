@@ -81,6 +81,8 @@ class AcquireCall implements WaitListener {
   acquired = false;
   /** When the lock is expected to expire, as far as this waiter knows (monotonic). */
   expiresAt = Number.POSITIVE_INFINITY;
+  /** The holder's PTTL in the latest busy reply, in ms (-1: no expiry); undefined before one. */
+  lastPttl: number | undefined;
   /** Bound of the next wait for kinds that poll; grows after each attempt. */
   pollMs = Number.POSITIVE_INFINITY;
   /** Whether to try at once rather than wait first. */
@@ -118,10 +120,23 @@ function settle(call: AcquireCall, lease: Lease | null | undefined, failed: bool
   else call.resolve(lease ?? null);
 }
 
+/**
+ * How long the caller has waited, for a message: a call that gives up says its own time, not
+ * only that of its last try.
+ */
+function sinceStart(call: AcquireCall): string {
+  return `after ${Math.round(performance.now() - call.startedAt)} ms`;
+}
+
 /** An acquire whose wait ran out: null, or a rejection for a caller that wants one. */
 function noLease(call: AcquireCall): null {
-  if (call.throwOnTimeout) throw new LockTimeoutError(`Timed out waiting for lock "${call.target.name}"`);
-  return null;
+  if (!call.throwOnTimeout) return null;
+  const { lastPttl } = call;
+  const holder =
+    lastPttl === undefined
+      ? ''
+      : `: at the last try another owner held it, ${lastPttl < 0 ? 'with no expiry' : `with ${lastPttl} ms of its lease left`}`;
+  throw new LockTimeoutError(`Timed out ${sinceStart(call)} waiting for lock "${call.target.name}"${holder}`);
 }
 
 /** @internal */
@@ -271,6 +286,7 @@ export class Acquirer {
         this.#handOut(call, outcome);
         return;
       }
+      call.lastPttl = outcome.pttl;
       if (!call.waiting) {
         this.#end(call, noLease(call));
         return;
@@ -393,6 +409,7 @@ export class Acquirer {
         this.#handOut(call, outcome);
         return;
       }
+      call.lastPttl = outcome.pttl;
       call.expiresAt = outcome.pttl >= 0 ? performance.now() + outcome.pttl : Number.POSITIVE_INFINITY;
       const poll = call.target.protocol.poll;
       if (poll !== undefined) call.pollMs = Math.min(poll.maxMs, call.pollMs * 2);
@@ -411,7 +428,7 @@ export class Acquirer {
     const failure =
       signal?.aborted === true && error === signal.reason
         ? error
-        : redisError(error, `waiting for lock "${call.target.name}"`);
+        : redisError(error, `waiting for lock "${call.target.name}" ${sinceStart(call)}`);
     this.#end(call, undefined, true, failure);
   };
 
@@ -656,7 +673,7 @@ export class Acquirer {
           }
         }
         if (ticket !== undefined) this.#queue.tickets.settle(ticket, sentAt, undefined);
-        throw redisError(error, `acquiring lock "${target.name}"`);
+        throw redisError(error, `acquiring lock "${target.name}" ${sinceStart(call)}`);
       }
 
       const outcome: AcquireOutcome | undefined = protocol.acquireOutcome(reply);

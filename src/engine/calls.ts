@@ -3,6 +3,7 @@ import pRetry from 'p-retry';
 import { ClientClosedError, LockError } from '../errors.js';
 import { isTransient, type ScriptRunner } from '../scripts/runner.js';
 import { toError } from './events.js';
+import type { Reachability } from './reachability.js';
 import type { Replication } from './replication.js';
 import type { ScriptCall } from './types.js';
 
@@ -25,14 +26,19 @@ export function redisError(error: unknown, doing: string): unknown {
   });
 }
 
+function noop(): void {}
+
 /**
  * How the engine talks to Redis: script calls that are safe to repeat, retried with backoff
- * while that is worth it and never past a deadline; plain read commands; request ids.
+ * while that is worth it and never past a deadline; plain read commands; request ids. Every
+ * call's failure, and while an outage is suspected every answer, is told to the client's
+ * {@link Reachability}.
  * @internal
  */
 export class Calls {
   readonly #runner: ScriptRunner;
   readonly #isClosed: () => boolean;
+  readonly #reach: Reachability;
   readonly #requestPrefix = randomBytes(6).toString('hex');
   #requestCounter = 0;
   /** One try of a script call; made once, as every call on the hot path uses it. */
@@ -43,11 +49,42 @@ export class Calls {
   /** `syncReplicas`: writes that grant wait for replicas; undefined when off. */
   readonly replication: Replication | undefined;
 
-  constructor(runner: ScriptRunner, timeoutMs: number, isClosed: () => boolean, replication?: Replication) {
+  constructor(
+    runner: ScriptRunner,
+    timeoutMs: number,
+    isClosed: () => boolean,
+    reach: Reachability,
+    replication?: Replication,
+  ) {
     this.#runner = runner;
     this.timeoutMs = timeoutMs;
     this.#isClosed = isClosed;
+    this.#reach = reach;
     this.replication = replication;
+  }
+
+  /**
+   * `sent` (sent at `sentAt`, for `key`), watched for reachability: its failure, and its answer
+   * while an outage is suspected, are told to the client's {@link Reachability}.
+   */
+  #watched<T>(sent: Promise<T>, sentAt: number, key: string | undefined): Promise<T> {
+    const reach = this.#reach;
+    return sent.then(
+      (value) => {
+        reach.answered();
+        return value;
+      },
+      (error: unknown) => {
+        reach.failed(error, sentAt, key);
+        throw error;
+      },
+    );
+  }
+
+  /** While an outage is suspected, tells the {@link Reachability} when `sent` is answered. */
+  #noticed(sent: Promise<unknown>): void {
+    const reach = this.#reach;
+    if (reach.watching) sent.then(reach.answered, noop);
   }
 
   /** Whether the user closed the Redis client: no call will get through again. */
@@ -68,7 +105,10 @@ export class Calls {
 
   /** One try, no retry, within `timeoutMs`. */
   once(call: ScriptCall, timeoutMs: number): Promise<unknown> {
-    return this.#runner.run(call.script, call.keys, call.args, timeoutMs);
+    const sent = this.#runner.run(call.script, call.keys, call.args, timeoutMs);
+    // Its failures are the caller's to retry (through syncedRetry) or report (renewFailed).
+    this.#noticed(sent);
+    return sent;
   }
 
   /**
@@ -91,6 +131,7 @@ export class Calls {
    * the command timeout.
    */
   syncedRetry(error: unknown, call: ScriptCall, keepTrying: (attempt: number) => boolean): Promise<Synced> {
+    this.#reach.failed(error, undefined, call.keys[0]);
     const replication = this.replication;
     const until = Number.POSITIVE_INFINITY;
     if (replication === undefined) {
@@ -164,14 +205,18 @@ export class Calls {
     until: number,
     repeat: (() => ScriptCall) | undefined,
   ): Promise<T> {
-    return tryOnce(call, this.#tryTimeout(until)).catch((error: unknown) =>
-      this.#retry(error, tryOnce, call, keepTrying, until, repeat),
-    );
+    const sentAt = performance.now();
+    const sent = tryOnce(call, this.#tryTimeout(until, sentAt));
+    this.#noticed(sent);
+    return sent.catch((error: unknown) => {
+      this.#reach.failed(error, sentAt, call.keys[0]);
+      return this.#retry(error, tryOnce, call, keepTrying, until, repeat);
+    });
   }
 
   /** How long one try may take: the command timeout, and never past `until`. */
-  #tryTimeout(until: number): number {
-    return Math.max(1, Math.min(this.timeoutMs, until - performance.now()));
+  #tryTimeout(until: number, now: number): number {
+    return Math.max(1, Math.min(this.timeoutMs, until - now));
   }
 
   /** After a first try failed with `error`: tries again with backoff while that is worth it. */
@@ -187,31 +232,37 @@ export class Calls {
       !this.#isClosed() && isTransient(failure) && performance.now() < until && keepTrying(attempt);
     if (!retryable(error, 1)) return Promise.reject(error);
     const retry = repeat?.() ?? call;
-    return pRetry(() => tryOnce(retry, this.#tryTimeout(until)), {
-      retries: 1_000,
-      minTimeout: 20,
-      maxTimeout: 1_000,
-      factor: 2,
-      randomize: true,
-      unref: true,
-      maxRetryTime: Number.isFinite(until)
-        ? Math.max(0, until - performance.now())
-        : Number.POSITIVE_INFINITY,
-      shouldRetry: ({ error: failure, attemptNumber }) => retryable(failure, attemptNumber + 1),
-    });
+    return pRetry(
+      () => {
+        const sentAt = performance.now();
+        return this.#watched(tryOnce(retry, this.#tryTimeout(until, sentAt)), sentAt, retry.keys[0]);
+      },
+      {
+        retries: 1_000,
+        minTimeout: 20,
+        maxTimeout: 1_000,
+        factor: 2,
+        randomize: true,
+        unref: true,
+        maxRetryTime: Number.isFinite(until)
+          ? Math.max(0, until - performance.now())
+          : Number.POSITIVE_INFINITY,
+        shouldRetry: ({ error: failure, attemptNumber }) => retryable(failure, attemptNumber + 1),
+      },
+    );
   }
 
   /** A plain command, one try within the command timeout; failures as the runner gives them. */
   sendOnce(args: string[]): Promise<unknown> {
     if (this.#isClosed()) return Promise.reject(new ClientClosedError());
-    return this.#runner.send(args);
+    return this.#watched(this.#runner.send(args), performance.now(), undefined);
   }
 
   /** A plain command (a read), retried twice on transient failures. */
   async command(args: string[], doing: string): Promise<unknown> {
     if (this.#isClosed()) throw new ClientClosedError();
     try {
-      return await pRetry(() => this.#runner.send(args), {
+      return await pRetry(() => this.#watched(this.#runner.send(args), performance.now(), undefined), {
         retries: 2,
         minTimeout: 20,
         maxTimeout: 200,

@@ -1,12 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'eventemitter3';
 import { ClientClosedError, LockError, ReplicationError } from '../errors.js';
-import { grantChannel, requestKey } from '../keys.js';
+import { grantChannel, isCompanionKey, requestKey } from '../keys.js';
 import type { LockClientEvents } from '../options.js';
 import type { RedisConnection, Subscriber } from '../redis/connection.js';
 import { isServerReply } from '../redis/replies.js';
 import { keySlot } from '../redis/slot.js';
-import { ScriptRunner } from '../scripts/runner.js';
+import { CommandTimeoutError, ScriptRunner } from '../scripts/runner.js';
 import { Acquirer } from './acquire.js';
 import { Calls, redisError, type Synced } from './calls.js';
 import { waitFor, type Condition } from './condition.js';
@@ -15,10 +15,23 @@ import { Events } from './events.js';
 import { Holds } from './holds.js';
 import type { Lease, LeaseFactory } from './lease.js';
 import { Notifications } from './notifications.js';
+import { Reachability } from './reachability.js';
 import { createTelemetry, NO_TELEMETRY, openTelemetry } from './telemetry.js';
 import { Replication, type ReplicationSettings } from './replication.js';
 import { ServerCheck } from './server-check.js';
 import type { ScriptCall, Target } from './types.js';
+
+/**
+ * A wait's failure of Redis, saying how long the caller waited: a call that gives up says its own
+ * time, not only that of its last try. Anything else (an abort's reason, a closed client, a kind's
+ * own error) as it is.
+ */
+function failedAfter(error: unknown, doing: string, startedAt: number): unknown {
+  if (!(error instanceof LockError) || error.code !== 'REDIS_ERROR' || !(error.cause instanceof Error)) {
+    return error;
+  }
+  return redisError(error.cause, `${doing} after ${Math.round(performance.now() - startedAt)} ms`);
+}
 
 /**
  * How long a last release is retried: twice the command timeout, within these bounds. Its
@@ -39,6 +52,8 @@ export interface EngineSettings {
   readonly telemetry: boolean;
   /** Replicas that must acknowledge each grant; undefined: none. */
   readonly syncReplicas?: ReplicationSettings | undefined;
+  /** Prepended to every name to form its key: events name the lock of a key by it. */
+  readonly keyPrefix?: string;
 }
 
 /**
@@ -57,6 +72,7 @@ export class Engine {
   readonly #notifications: Notifications;
   readonly #acquirer: Acquirer;
   readonly #server: ServerCheck;
+  readonly #reach: Reachability;
   #closed = false;
   #closing: Promise<void> | undefined;
 
@@ -67,10 +83,20 @@ export class Engine {
     const isClosed = (): boolean => this.#closed;
     const assertOpen = (): void => this.assertOpen();
     const runner = new ScriptRunner(redis, settings.commandTimeoutMs);
+    const keyPrefix = settings.keyPrefix ?? '';
+    this.#reach = new Reachability(
+      {
+        thresholdMs: settings.commandTimeoutMs,
+        nameOf: (key) =>
+          key.startsWith(keyPrefix) && !isCompanionKey(key) ? key.slice(keyPrefix.length) : undefined,
+      },
+      this.#events,
+    );
     this.#calls = new Calls(
       runner,
       settings.commandTimeoutMs,
       isClosed,
+      this.#reach,
       settings.syncReplicas === undefined ? undefined : new Replication(settings.syncReplicas, runner),
     );
     /** Public: names this client's grant channel and prefixes its tickets. */
@@ -154,11 +180,32 @@ export class Engine {
       return this.#acquirer.acquire(target, field, waitMs, leaseMs, signal, newLease, throwOnTimeout);
     }
     const startedAt = performance.now();
-    return this.#server
-      .check(signal)
-      .then(() =>
-        this.#acquirer.acquire(target, field, waitMs, leaseMs, signal, newLease, throwOnTimeout, startedAt),
+    return this.#server.check(signal).then((unasked) => {
+      this.#endIfUnanswered(unasked, startedAt, waitMs, `acquiring lock "${target.name}"`);
+      return this.#acquirer.acquire(
+        target,
+        field,
+        waitMs,
+        leaseMs,
+        signal,
+        newLease,
+        throwOnTimeout,
+        startedAt,
       );
+    });
+  }
+
+  /**
+   * After a server check that could not ask: when Redis left it unanswered for a whole command
+   * timeout and the call's wait has run out meanwhile, the call ends now with that failure. A try
+   * sent now would get only what is left of the call's bound (`waitMs` + `commandTimeoutMs`),
+   * down to a millisecond, and fail saying so.
+   */
+  #endIfUnanswered(unasked: unknown, startedAt: number, waitMs: number, doing: string): void {
+    if (!(unasked instanceof CommandTimeoutError)) return;
+    const waitedMs = performance.now() - startedAt;
+    if (waitedMs < waitMs) return;
+    throw redisError(unasked, `${doing} after ${Math.round(waitedMs)} ms`);
   }
 
   /**
@@ -207,9 +254,16 @@ export class Engine {
    */
   waitFor<T>(condition: Condition<T>, waitMs: number, signal: AbortSignal | undefined): Promise<T | null> {
     const host = { notifications: this.#notifications, assertOpen: () => this.assertOpen() };
-    if (this.#server.passed) return waitFor(host, condition, waitMs, signal);
     const startedAt = performance.now();
-    return this.#server.check(signal).then(() => waitFor(host, condition, waitMs, signal, startedAt));
+    const waited = this.#server.passed
+      ? waitFor(host, condition, waitMs, signal, startedAt)
+      : this.#server.check(signal).then((unasked) => {
+          this.#endIfUnanswered(unasked, startedAt, waitMs, `waiting for ${condition.what}`);
+          return waitFor(host, condition, waitMs, signal, startedAt);
+        });
+    return waited.catch((error: unknown) => {
+      throw failedAfter(error, `waiting for ${condition.what}`, startedAt);
+    });
   }
 
   /**
@@ -280,6 +334,14 @@ export class Engine {
     return this.#calls.timeoutMs;
   }
 
+  /**
+   * The hold of `field` on `key` was given up by another path (a permit released by its id): a
+   * lease of it in this client is told at once rather than at its next renewal.
+   */
+  releasedElsewhere(key: string, field: string, message: string): void {
+    this.#holds.releasedElsewhere(key, field, message);
+  }
+
   async forceUnlock(target: Target): Promise<boolean> {
     this.assertOpen();
     if (!this.#server.passed) await this.#server.check(undefined);
@@ -298,6 +360,7 @@ export class Engine {
 
   async #close(): Promise<void> {
     this.#closed = true;
+    this.#reach.close();
     try {
       await Promise.all([this.#holds.closeAll(), this.#notifications.close()]);
     } finally {
@@ -308,12 +371,19 @@ export class Engine {
   async #connectSubscriber(): Promise<Subscriber> {
     const subscriber = await this.#redis.openSubscriber({
       onError: (error) => {
-        if (!this.#closed) this.#events.error(error);
+        if (this.#closed) return;
+        // A waiter makes no call while it waits: its subscriber is what sees Redis go away.
+        this.#reach.failed(error);
+        this.#events.error(error);
       },
       // A hand-over while the subscriber was away skipped this client's waiters: each tries
       // again, and the attempt queues it anew if its entry is gone.
-      onReconnect: () => this.#notifications.resubscribed(),
+      onReconnect: () => {
+        this.#reach.answered();
+        this.#notifications.resubscribed();
+      },
     });
+    this.#reach.answered();
     if (this.#closed) {
       subscriber.destroy();
       throw new ClientClosedError();

@@ -19,7 +19,7 @@ export class ServerCheck {
   readonly #onPassed: () => void;
   #passed = false;
   #refusal: LockError | undefined;
-  #pending: Promise<void> | undefined;
+  #pending: Promise<unknown> | undefined;
 
   constructor(calls: Calls, onPassed: () => void = noop) {
     this.#calls = calls;
@@ -32,12 +32,13 @@ export class ServerCheck {
   }
 
   /**
-   * Resolves once the server passed or could not be asked; rejects with a LockError
-   * `UNSUPPORTED_SERVER` when it is too old (every time, from then on), with a
-   * ClientClosedError when the client closes first, and with `signal.reason` on abort, at once.
+   * Resolves once the server passed (with undefined) or could not be asked (with the failure of
+   * the question); rejects with a LockError `UNSUPPORTED_SERVER` when it is too old (every time,
+   * from then on), with a ClientClosedError when the client closes first, and with
+   * `signal.reason` on abort, at once.
    */
-  check(signal: AbortSignal | undefined): Promise<void> {
-    if (this.#passed) return Promise.resolve();
+  check(signal: AbortSignal | undefined): Promise<unknown> {
+    if (this.#passed) return Promise.resolve(undefined);
     if (this.#refusal !== undefined) return Promise.reject(this.#refusal);
     this.#pending ??= this.#ask().finally(() => {
       this.#pending = undefined;
@@ -45,21 +46,22 @@ export class ServerCheck {
     return signal === undefined ? this.#pending : abortable(this.#pending, signal);
   }
 
-  async #ask(): Promise<void> {
+  async #ask(): Promise<unknown> {
     let info: unknown;
     try {
       info = await this.#calls.sendOnce(['INFO', 'server']);
     } catch (error) {
       if (error instanceof ClientClosedError) throw error;
       // Refused by the server: taken as it is. Not reached: asked again by the next call.
-      if (error instanceof Error && isServerReply(error)) this.#pass();
-      return;
+      if (!(error instanceof Error) || !isServerReply(error)) return error;
+      this.#pass();
+      return undefined;
     }
     const version = redisVersionOf(info);
     if (version !== undefined) this.#calls.noteServerVersion(version);
     if (version === undefined || isAtLeast(version, MIN_REDIS_VERSION)) {
       this.#pass();
-      return;
+      return undefined;
     }
     this.#refusal = new LockError(
       'UNSUPPORTED_SERVER',
