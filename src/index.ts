@@ -18,6 +18,7 @@ export { CountDownLatch } from './primitives/count-down-latch/count-down-latch.j
 export type { LatchAwaitOptions, LatchSetOptions } from './primitives/count-down-latch/count-down-latch.js';
 export { LockHandle } from './engine/handle.js';
 export { Lease } from './engine/lease.js';
+export type { LeaseJSON } from './engine/lease.js';
 export {
   ClientClosedError,
   InvalidArgumentError,
@@ -42,9 +43,9 @@ export type {
   LockLostEvent,
   LockOptions,
   PermitSemaphoreOptions,
-  SyncReplicasOptions,
   RedisReachableEvent,
   RedisUnreachableEvent,
+  SyncReplicasOptions,
   ReleasedEvent,
   RenewFailedEvent,
   SemaphoreOptions,

@@ -334,6 +334,14 @@ export class Engine {
     return this.#calls.timeoutMs;
   }
 
+  /**
+   * The hold of `field` on `key` was given up by another path (a permit released by its id): a
+   * lease of it in this client is told at once rather than at its next renewal.
+   */
+  releasedElsewhere(key: string, field: string, message: string): void {
+    this.#holds.releasedElsewhere(key, field, message);
+  }
+
   async forceUnlock(target: Target): Promise<boolean> {
     this.assertOpen();
     if (!this.#server.passed) await this.#server.check(undefined);

@@ -1,6 +1,13 @@
-import type { LockLostError } from '../errors.js';
+import { LockNotOwnedError, type LockLostError } from '../errors.js';
 import { chainId } from './chains.js';
 import type { Target } from './types.js';
+
+/** What releasing a hold that was already lost rejects with: it says why it was lost. */
+export function lostRelease(hold: Hold): LockNotOwnedError {
+  const lost = hold.lostError;
+  const why = lost === undefined ? `Lock "${hold.name}" was lost` : lost.message;
+  return new LockNotOwnedError(`This lease cannot be released: ${why}`, { cause: lost });
+}
 
 /**
  * One owner's hold on one lock, shared by every {@link Lease} that owner got for it.
@@ -42,6 +49,13 @@ export class Hold {
   acquiredAt = 0;
   /** Reported as held for longer than `longHoldWarningMs`. */
   reportedLong = false;
+  /**
+   * Declares the hold lost at once if it is past its {@link Hold.deadline}: set by whoever tracks
+   * the hold, and called before every check of it made through a lease (see
+   * {@link Hold.verify}), so that no such check reads "held" past the deadline while the timer
+   * that would declare the loss is still due (after a stall, or an event loop blocked).
+   */
+  onVerify: ((hold: Hold) => void) | undefined;
   /** Made on first use: most holds are released without anyone asking for their signal. */
   #controller: AbortController | undefined;
 
@@ -63,12 +77,25 @@ export class Hold {
     this.chain = chain;
   }
 
-  /** Aborts with {@link Hold.lostError} once the hold is lost. */
+  /**
+   * Aborts with {@link Hold.lostError} once the hold is lost. Its `aborted`, `reason` and
+   * `throwIfAborted()` verify the hold first, so they report the loss from the moment the
+   * deadline passes by the monotonic clock, whatever callbacks run before the expiry timer.
+   */
   get signal(): AbortSignal {
-    this.#controller ??= new AbortController();
-    if (this.lostError !== undefined && !this.#controller.signal.aborted)
-      this.#controller.abort(this.lostError);
-    return this.#controller.signal;
+    let controller = this.#controller;
+    if (controller === undefined) {
+      controller = this.#controller = new AbortController();
+      if (this.lostError === undefined) verifiedOnRead(controller.signal, this);
+      else controller.abort(this.lostError);
+    }
+    this.verify();
+    return controller.signal;
+  }
+
+  /** Declares the hold lost now if it is past its deadline (see {@link Hold.onVerify}). */
+  verify(): void {
+    if (this.lostError === undefined) this.onVerify?.(this);
   }
 
   /** Records the loss and aborts the signal, if anyone has asked for it. */
@@ -94,4 +121,41 @@ export class Hold {
   extend(startedAt: number): void {
     this.validUntil = Math.max(this.validUntil, startedAt + this.ttlMs);
   }
+}
+
+/** AbortSignal's own `aborted` or `reason`, read past the properties that shadow them. */
+function native(signal: AbortSignal, property: 'aborted' | 'reason'): unknown {
+  return Reflect.get(AbortSignal.prototype, property, signal);
+}
+
+/**
+ * Makes every read of a hold's signal verify the hold first. The abort itself is synchronous
+ * (the `abort` event is dispatched before the read returns), so a listener given the signal
+ * hears of the loss in the same turn as the code that checked it.
+ */
+function verifiedOnRead(signal: AbortSignal, hold: Hold): void {
+  Object.defineProperties(signal, {
+    aborted: {
+      configurable: true,
+      get: (): boolean => {
+        hold.verify();
+        return native(signal, 'aborted') === true;
+      },
+    },
+    reason: {
+      configurable: true,
+      get: (): unknown => {
+        hold.verify();
+        return native(signal, 'reason');
+      },
+    },
+    throwIfAborted: {
+      configurable: true,
+      writable: true,
+      value: (): void => {
+        hold.verify();
+        if (native(signal, 'aborted') === true) throw native(signal, 'reason');
+      },
+    },
+  });
 }

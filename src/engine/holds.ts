@@ -7,9 +7,9 @@ import {
   type LockLostReason,
 } from '../errors.js';
 import { redisError, type Calls, type Synced } from './calls.js';
-import type { OperationChains } from './chains.js';
+import { chainId, type OperationChains } from './chains.js';
 import { toError, type Events } from './events.js';
-import type { Hold } from './hold.js';
+import { lostRelease, type Hold } from './hold.js';
 import type { Telemetry } from './telemetry.js';
 import type { Protocol, ScriptCall, Target } from './types.js';
 import { Watchdog } from './watchdog.js';
@@ -20,11 +20,6 @@ import { Watchdog } from './watchdog.js';
  * the same Redis time as smaller calls in all, in fewer, slightly longer pauses for others.
  */
 const RENEW_BATCH_SIZE = 1_000;
-
-/** What releasing a hold that was already lost rejects with. */
-function lostRelease(hold: Hold): LockNotOwnedError {
-  return new LockNotOwnedError(`Lock "${hold.name}" is not held: it was lost`, { cause: hold.lostError });
-}
 
 /** @internal */
 export interface HoldsSettings {
@@ -90,9 +85,21 @@ export class Holds {
    */
   add(hold: Hold, now = performance.now()): void {
     hold.acquiredAt = now;
+    hold.onVerify = this.#verify;
     this.#byChain.set(hold.chain, hold);
     this.#watchdog.track(hold);
   }
+
+  /**
+   * A check of a hold through its lease: past its deadline, it is lost now, not when the expiry
+   * timer gets to run. A hold whose last release is under way is left to that release, as the
+   * watchdog leaves it.
+   */
+  readonly #verify = (hold: Hold): void => {
+    if (hold.deadline > performance.now()) return;
+    if (this.#byChain.get(hold.chain) !== hold || hold.count - hold.releasing <= 0) return;
+    this.#expire(hold);
+  };
 
   /** A hold whose lease was set again. */
   touched(hold: Hold): void {
@@ -272,6 +279,7 @@ export class Holds {
   forget(hold: Hold): void {
     this.#settings.telemetry.ended(hold);
     this.#watchdog.untrack(hold);
+    hold.onVerify = undefined;
     if (this.#byChain.get(hold.chain) === hold) this.#byChain.delete(hold.chain);
   }
 
@@ -287,6 +295,12 @@ export class Holds {
     hold.lose(error);
     this.#events.emit('lockLost', { name: hold.name, key: hold.key, error });
     return error;
+  }
+
+  /** A hold given up by another path (a permit released by its id) is lost now. */
+  releasedElsewhere(key: string, field: string, message: string): void {
+    const hold = this.#byChain.get(chainId(key, field));
+    if (hold !== undefined) this.markLost(hold, 'not-owner', message);
   }
 
   /** Frees a lock whoever holds it; this client's holders of it are told at once. */

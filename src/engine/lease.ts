@@ -13,6 +13,15 @@ export interface LeaseHost {
   release(hold: Hold): Promise<void>;
 }
 
+/** What {@link Lease.toJSON} returns. */
+export interface LeaseJSON {
+  readonly name: string;
+  readonly key: string;
+  readonly holdCount: number;
+  readonly released: boolean;
+  readonly lost: boolean;
+}
+
 /**
  * One acquisition of a lock: release it once, or let `await using` release it.
  *
@@ -51,8 +60,12 @@ export class Lease implements AsyncDisposable {
     return this.#hold.signal;
   }
 
-  /** The owner's hold count as last confirmed by Redis (1 + re-entries still held). */
+  /**
+   * The owner's hold count as last confirmed by Redis (1 + re-entries still held); 0 once the
+   * lock is lost, including the moment its lease ran out by this process's clock.
+   */
   get holdCount(): number {
+    this.#hold.verify();
     return this.#hold.lost ? 0 : this.#hold.count;
   }
 
@@ -78,6 +91,24 @@ export class Lease implements AsyncDisposable {
       if (error instanceof LockError && error.code === 'REDIS_ERROR') this.#released = false;
       throw error;
     });
+  }
+
+  /** What `console.log` and `util.inspect` show: the lock and the hold, never the owner's token. */
+  [Symbol.for('nodejs.util.inspect.custom')](
+    _depth: number,
+    options: object,
+    inspect: (value: unknown, options: object) => string,
+  ): string {
+    return `${this.constructor.name} ${inspect(this.toJSON(), options)}`;
+  }
+
+  /**
+   * The lease as JSON: the lock's name and key, the hold count, whether it was released or
+   * lost. Never the owner's token.
+   */
+  toJSON(): LeaseJSON {
+    const holdCount = this.holdCount;
+    return { name: this.name, key: this.key, holdCount, released: this.released, lost: this.#hold.lost };
   }
 
   /** Releases the lease unless `release()` was already called. */

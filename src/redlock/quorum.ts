@@ -1,8 +1,8 @@
-import { Hold } from '../engine/hold.js';
+import { Hold, lostRelease } from '../engine/hold.js';
 import { Lease, type LeaseHost } from '../engine/lease.js';
 import type { Events } from '../engine/events.js';
 import type { Target } from '../engine/types.js';
-import { LockError, LockLostError, LockNotOwnedError, type LockLostReason } from '../errors.js';
+import { LockError, LockLostError, type LockLostReason } from '../errors.js';
 import type { Lock } from '../primitives/lock/lock.js';
 
 /** The clock drift a lease allows for: 1% of it plus 2 ms (the Redlock algorithm's figure). */
@@ -132,6 +132,11 @@ class QuorumGroup implements LeaseHost {
     // The field is never sent anywhere: each master's lease carries its own.
     this.#hold = new Hold(target, '', ttlMs, leaseMs === undefined);
     this.#hold.extend(sentAt);
+    // A check of the caller's lease checks each master's first: one past its deadline is lost
+    // at once, and with too few left, so is this lease (#nodeLost runs in the same turn).
+    this.#hold.onVerify = () => {
+      for (const lease of [...this.#leases.values()]) isLost(lease);
+    };
   }
 
   get size(): number {
@@ -163,11 +168,7 @@ class QuorumGroup implements LeaseHost {
 
   /** The caller's release: every master at once. */
   async release(): Promise<void> {
-    if (this.#hold.lost) {
-      throw new LockNotOwnedError(`Lock "${this.#hold.name}" is not held: it was lost`, {
-        cause: this.#hold.lostError,
-      });
-    }
+    if (this.#hold.lost) throw lostRelease(this.#hold);
     // A repeated call gives back only what the last one could not.
     const leases = this.#state === 'ended' ? this.#unreleased : this.#drain();
     this.#state = 'ended';
@@ -224,6 +225,11 @@ class QuorumGroup implements LeaseHost {
     this.#listeners.clear();
     return leases;
   }
+}
+
+/** Whether a lease is lost; reading its signal declares it lost if it is past its deadline. */
+function isLost(lease: Lease): boolean {
+  return lease.signal.aborted;
 }
 
 /**

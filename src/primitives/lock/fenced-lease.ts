@@ -1,5 +1,5 @@
 import type { Hold } from '../../engine/hold.js';
-import { Lease, type LeaseHost } from '../../engine/lease.js';
+import { Lease, type LeaseHost, type LeaseJSON } from '../../engine/lease.js';
 
 /**
  * A lease of a {@link FencedLock}: a {@link Lease} with the fencing token of its acquisition.
@@ -23,5 +23,10 @@ export class FencedLease extends Lease {
   constructor(hold: Hold, host: LeaseHost, token: bigint) {
     super(hold, host);
     this.token = token;
+  }
+
+  /** {@link Lease.toJSON} with the fencing token, as a decimal string (JSON has no bigint). */
+  override toJSON(): LeaseJSON & { readonly token: string } {
+    return { ...super.toJSON(), token: this.token.toString() };
   }
 }

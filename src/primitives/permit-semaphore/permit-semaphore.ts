@@ -132,7 +132,14 @@ export class PermitSemaphore extends LockHandle<PermitLease> {
       `releasing a permit of semaphore "${this.name}"`,
     );
     const released = Number(reply) === 1;
-    if (released) this.#reportShortfall(acknowledged, `A permit of semaphore "${this.name}" was released`);
+    if (released) {
+      this.engine.releasedElsewhere(
+        this.key,
+        id,
+        `The permit of semaphore "${this.name}" was released by its id`,
+      );
+      this.#reportShortfall(acknowledged, `A permit of semaphore "${this.name}" was released`);
+    }
     return released;
   }
 
