@@ -91,10 +91,18 @@ export function fairQueueKey(key: string): string {
 
 /**
  * A fair lock's waiting owners with the time (ms since the epoch, by Redis's clock) at which each
- * loses its place unless it asks again: `redisson_lock_timeout:{<key>}`.
+ * loses its place, as Redisson's RFairLock counts it: `redisson_lock_timeout:{<key>}`.
  */
 export function fairTimeoutKey(key: string): string {
   return withSlotOf(FAIR_TIMEOUT_PREFIX, key);
+}
+
+/**
+ * A fair lock's latchkey waiters with the time (ms since the epoch, by Redis's clock) at which each
+ * loses its place unless it calls again: `{<key>}:latchkey_heartbeats`. Redisson does not read it.
+ */
+export function fairHeartbeatKey(key: string): string {
+  return suffixedInSlotOf(key, 'latchkey_heartbeats');
 }
 
 /**

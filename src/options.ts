@@ -116,6 +116,16 @@ export interface FairLockOptions extends LockOptions {
    * @defaultValue 10_000
    */
   readonly waiterTimeoutMs?: number;
+  /**
+   * Redisson's RFairLock threadWaitTime, in milliseconds: the step its arithmetic adds to a
+   * waiter's deadline for each waiter ahead of it, and takes off every waiter's deadline when one
+   * takes the lock or gives up. latchkey counts the line's deadlines the same way, so a line
+   * shared with Redisson clients keeps its order. Set it to the Redisson clients'
+   * `fairLockWaitTimeout` when they change it (a Redisson `tryLock(waitTime, ...)` uses its
+   * waitTime instead, which is shorter and so harmless). A whole number from 1 to 2,147,483,647.
+   * @defaultValue 300_000 (Redisson's default)
+   */
+  readonly waitStepMs?: number;
 }
 
 /** Options of {@link LockClient.semaphore}. */

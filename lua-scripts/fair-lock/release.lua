@@ -2,12 +2,14 @@
 -- KEYS[1] lock key: hash of owner field -> hold count
 -- KEYS[2] queue: list of waiting owner fields in arrival order, `redisson_lock_queue:{<lock key>}`
 -- KEYS[3] timeouts: sorted set owner field -> absolute deadline in ms (Redis's clock)
+-- KEYS[4] heartbeats: sorted set owner field -> heartbeat deadline of a latchkey waiter in ms
+--   (Redis's clock), `{<lock key>}:latchkey_heartbeats`
 -- ARGV[1] unlock channel: `redisson_lock__channel:{<lock key>}`; the head hears `0` on
 --   `<unlock channel>:<owner field of the head>`
 -- ARGV[2] lease: lease to set on the lock key when holds remain, in milliseconds (integer > 0)
 -- ARGV[3] owner: hash field of the owner, `<clientId>:<ownerId>`
 -- ARGV[4] expected: hold count the caller believes the owner has before this call (integer >= 1)
--- Every call first drops the queue's heads whose deadline has passed (by Redis's TIME).
+-- Every call first drops the queue's heads whose deadline or heartbeat deadline has passed (by Redis's TIME).
 -- Returns 0 when holds remain (count is now expected - 1), also when this same request is
 --   replayed after being applied;
 --   1 when the lock was freed: the key is deleted and `0` is published to the head, if any;
@@ -19,6 +21,7 @@
 local lockKey = KEYS[1]
 local queueKey = KEYS[2]
 local timeoutKey = KEYS[3]
+local heartbeatKey = KEYS[4]
 local channel = ARGV[1]
 -- Handed on to Redis as the caller's text: Redis would format a Lua number with sprintf.
 local lease = ARGV[2]
@@ -28,7 +31,7 @@ local expected = tonumber(ARGV[4])
 -- @include fair-queue
 -- @include refuse-on-replica
 
-dropStaleHeads(queueKey, timeoutKey, redisNowMs())
+dropStaleHeads(queueKey, timeoutKey, heartbeatKey, redisNowMs())
 
 local held = tonumber(redis.call('hget', lockKey, owner)) or 0
 if held == expected and held > 0 then

@@ -1,7 +1,7 @@
 /**
  * Faults of the fair lock's waiters and holder, as real Node processes on the shared server:
  *   - a waiter SIGKILLed at the head of the line: the owner behind it is served once the dead
- *     head's deadline passes (no earlier), within the documented bound of about `waiterTimeoutMs`
+ *     head's heartbeat deadline passes (no earlier), within the documented bound of about `waiterTimeoutMs`
  *     plus one heartbeat, though the release's wake-up went to the dead head;
  *   - a waiter frozen (SIGSTOP) at the head past `waiterTimeoutMs`: it loses its place, the owner
  *     behind it is served, and once thawed (SIGCONT) it queues again at the back of the line;
@@ -27,6 +27,8 @@ const STARTUP_MS = 20_000;
 
 const queueOf = (key: string): string => `redisson_lock_queue:{${key}}`;
 const timeoutsOf = (key: string): string => `redisson_lock_timeout:{${key}}`;
+/** latchkey's own: its waiters' heartbeat deadlines, which Redisson does not read. */
+const heartbeatsOf = (key: string): string => `{${key}}:latchkey_heartbeats`;
 
 async function redisNowMs(admin: Redis): Promise<number> {
   const [seconds, micros] = await admin.time();
@@ -53,7 +55,9 @@ describe('fair lock faults', () => {
     const queueLength = async (): Promise<number> => admin.lLen(queueOf(lock.key));
     const line = async (): Promise<string[]> => admin.lRange(queueOf(lock.key), 0, -1);
     const nothingLeft = async (): Promise<void> => {
-      expect(await admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+      expect(
+        await admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key), heartbeatsOf(lock.key)]),
+      ).toBe(0);
     };
     return { lock, worker, admin, queueLength, line, nothingLeft };
   }
@@ -73,13 +77,14 @@ describe('fair lock faults', () => {
       worker.kill('SIGKILL');
       await worker.exited;
       const killedAt = now();
-      // The dead head's deadline as Redis has it, placed on this machine's monotonic clock.
+      // The dead head's heartbeat deadline as Redis has it, placed on this machine's monotonic
+      // clock (its deadline in RFairLock's arithmetic lies minutes ahead).
       const [deadline, redisNow] = await Promise.all([
-        admin.zScore(timeoutsOf(lock.key), deadField),
+        admin.zScore(heartbeatsOf(lock.key), deadField),
         redisNowMs(admin),
       ]);
       const readAt = now();
-      if (deadline === null) throw new Error('the dead head has no deadline');
+      if (deadline === null) throw new Error('the dead head has no heartbeat deadline');
       const lapsesAt = readAt + BigInt(Math.round((deadline - redisNow) * 1e6));
       // The release wakes the dead head only: nobody hears it.
       await holder.release();
@@ -90,6 +95,7 @@ describe('fair lock faults', () => {
       expect(msBetween(killedAt, servedAt)).toBeLessThan(WAITER_TIMEOUT_MS + HEARTBEAT_MS + SLACK_MS);
       expect(await line()).toEqual([]);
       expect(await admin.zScore(timeoutsOf(lock.key), deadField)).toBeNull();
+      expect(await admin.zScore(heartbeatsOf(lock.key), deadField)).toBeNull();
       await lease.release();
       await nothingLeft();
     },

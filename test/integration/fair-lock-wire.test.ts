@@ -14,9 +14,11 @@ import { sharedSuite } from '../support/shared-suite.js';
 import { sleep, waitUntil } from '../support/wait.js';
 
 /**
- * RedissonFairLock.tryLockInnerAsync (the EVAL_LONG variant, used by lock() and tryLock(wait)):
- * KEYS = lock, queue, timeouts; ARGV = lease ms, owner, threadWaitTime ms, currentTime ms.
- * nil: taken or re-entered; a number: queued (once), the time to wait.
+ * RedissonFairLock.tryLockInnerAsync (the EVAL_LONG variant, used by lock() and tryLock(wait)), as
+ * Redisson 3.52 sends it: KEYS = lock, queue, timeouts; ARGV = lease ms, owner, threadWaitTime ms,
+ * currentTime ms. nil: taken or re-entered (taking moves every waiter's deadline one
+ * threadWaitTime earlier); a number: queued (once, with the last waiter's deadline plus
+ * threadWaitTime), the time to wait.
  */
 const REDISSON_FAIR_TRY_LOCK = `
 while true do
@@ -24,8 +26,8 @@ while true do
   if firstThreadId2 == false then
     break;
   end;
-  local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));
-  if timeout <= tonumber(ARGV[4]) then
+  local timeout = redis.call('zscore', KEYS[3], firstThreadId2);
+  if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then
     redis.call('zrem', KEYS[3], firstThreadId2);
     redis.call('lpop', KEYS[2]);
   else
@@ -51,11 +53,12 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
 end;
 local timeout = redis.call('zscore', KEYS[3], ARGV[2]);
 if timeout ~= false then
-  return timeout - tonumber(ARGV[3]) - tonumber(ARGV[4]);
+  local ttl = redis.call('pttl', KEYS[1]);
+  return math.max(0, ttl);
 end;
 local lastThreadId = redis.call('lindex', KEYS[2], -1);
 local ttl;
-if lastThreadId ~= false and lastThreadId ~= ARGV[2] then
+if lastThreadId ~= false and lastThreadId ~= ARGV[2] and redis.call('zscore', KEYS[3], lastThreadId) ~= false then
   ttl = tonumber(redis.call('zscore', KEYS[3], lastThreadId)) - tonumber(ARGV[4]);
 else
   ttl = redis.call('pttl', KEYS[1]);
@@ -76,8 +79,8 @@ while true do
   if firstThreadId2 == false then
     break;
   end;
-  local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));
-  if timeout <= tonumber(ARGV[4]) then
+  local timeout = redis.call('zscore', KEYS[3], firstThreadId2);
+  if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then
     redis.call('zrem', KEYS[3], firstThreadId2);
     redis.call('lpop', KEYS[2]);
   else
@@ -125,7 +128,10 @@ redis.call('zrem', KEYS[2], ARGV[1]);
 redis.call('lrem', KEYS[1], 0, ARGV[1]);`;
 
 const REDISSON_LEASE_MS = 30_000;
+/** `tryLock(5, SECONDS)`: Redisson's threadWaitTime is then the wait time. */
 const REDISSON_THREAD_WAIT_MS = 5_000;
+/** `lock()`: Redisson's threadWaitTime is its `fairLockWaitTimeout`, 5 minutes by default. */
+const REDISSON_DEFAULT_THREAD_WAIT_MS = 300_000;
 
 /** Redisson's names, spelt out here rather than taken from src/keys.ts. */
 const queueOf = (key: string): string => `redisson_lock_queue:{${key}}`;
@@ -140,6 +146,7 @@ class RedissonThread {
   constructor(
     private readonly java: Redis,
     private readonly key: string,
+    private readonly threadWaitMs = REDISSON_THREAD_WAIT_MS,
   ) {}
 
   /** Redisson's acquire: null when taken, else the time to wait (and queued, once). */
@@ -153,7 +160,7 @@ class RedissonThread {
       timeoutsOf(this.key),
       String(REDISSON_LEASE_MS),
       this.field,
-      String(REDISSON_THREAD_WAIT_MS),
+      String(this.threadWaitMs),
       String(Date.now()),
     ]);
     return reply === null ? null : Number(reply);
@@ -183,7 +190,7 @@ class RedissonThread {
       queueOf(this.key),
       timeoutsOf(this.key),
       this.field,
-      String(REDISSON_THREAD_WAIT_MS),
+      String(this.threadWaitMs),
     ]);
   }
 
@@ -294,5 +301,66 @@ describe('wire compatibility with Redisson RFairLock', () => {
     expect(performance.now() - gaveUpAt).toBeLessThan(1_000 + 1_000);
     await lease.release();
     expect(await suite.admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+  });
+
+  it('keeps one line in arrival order with default settings on both sides: Redisson lock() and latchkey waiters alternate', async () => {
+    // Default options on both sides: latchkey's fair lock as it comes, Redisson's lock() (lease:
+    // its 30 s watchdog; threadWaitTime: fairLockWaitTimeout, 5 minutes).
+    const name = 'settlements:defaults';
+    const holder = lockClient().fairLock(name);
+    const first = lockClient().fairLock(name);
+    const second = lockClient().fairLock(name);
+    const key = holder.key;
+    const java1 = new RedissonThread(await res.connect(), key, REDISSON_DEFAULT_THREAD_WAIT_MS);
+    const java2 = new RedissonThread(await res.connect(), key, REDISSON_DEFAULT_THREAD_WAIT_MS);
+    await java1.listen(await res.connect());
+    await java2.listen(await res.connect());
+    const queueLength = async (): Promise<number> => suite.admin.lLen(queueOf(key));
+    const served: string[] = [];
+    const serve = (who: string) => (lease: Lease) => {
+      served.push(who);
+      return lease;
+    };
+
+    const held = await holder.acquire();
+    expect(await java1.tryLock()).toBeGreaterThan(0);
+    const firstServed = first.acquire({ waitMs: 60_000 }).then(serve('latchkey 1'));
+    await waitUntil('latchkey 1 queued behind Redisson 1', async () => (await queueLength()) === 2);
+    expect(await java2.tryLock()).toBeGreaterThan(0);
+    const secondServed = second.acquire({ waitMs: 60_000 }).then(serve('latchkey 2'));
+    await waitUntil('latchkey 2 queued last', async () => (await queueLength()) === 4);
+    const line = await suite.admin.lRange(queueOf(key), 0, -1);
+    expect([line[0], line[2]]).toEqual([java1.field, java2.field]);
+
+    // Redisson 1 is woken and takes the lock, which moves every deadline 5 minutes earlier; it
+    // holds across a latchkey heartbeat (a third of 10 s) before it unlocks.
+    await held.release();
+    await waitUntil('Redisson 1 heard the release', () => java1.messages.length === 1, 5_000);
+    expect(await java1.tryLock()).toBeNull();
+    served.push('redisson 1');
+    await sleep(4_000);
+    expect(await java1.unlock()).toBe(1);
+
+    // Next is latchkey 1, not Redisson 2, who queued after it.
+    await waitUntil(
+      'someone after Redisson 1 was served or woken',
+      () => served.length > 1 || java2.messages.length > 0,
+      10_000,
+    );
+    expect(java2.messages).toEqual([]);
+    const firstLease = await firstServed;
+    await sleep(200);
+    expect(java2.messages).toEqual([]);
+    await firstLease.release();
+
+    await waitUntil('Redisson 2 heard the release', () => java2.messages.length === 1, 5_000);
+    expect(await java2.tryLock()).toBeNull();
+    served.push('redisson 2');
+    expect(await java2.unlock()).toBe(1);
+    await (await secondServed).release();
+    expect(served).toEqual(['redisson 1', 'latchkey 1', 'redisson 2', 'latchkey 2']);
+    expect(
+      await suite.admin.exists([key, queueOf(key), timeoutsOf(key), `{${key}}:latchkey_heartbeats`]),
+    ).toBe(0);
   });
 });

@@ -7,7 +7,7 @@ import type { FairLockOptions } from '../../options.js';
 import { checkBoolean, checkDuration, checkOptions } from '../../validate.js';
 import { fairLockProtocol } from './protocol.js';
 
-const FAIR_LOCK_OPTIONS = ['reentrant', 'waiterTimeoutMs'] as const;
+const FAIR_LOCK_OPTIONS = ['reentrant', 'waiterTimeoutMs', 'waitStepMs'] as const;
 
 /**
  * How long a waiting owner keeps its place after each of its calls, by default. Waiters call
@@ -18,18 +18,23 @@ const FAIR_LOCK_OPTIONS = ['reentrant', 'waiterTimeoutMs'] as const;
 const DEFAULT_WAITER_TIMEOUT_MS = 10_000;
 /** Below this, a waiter's calls (a third of it apart) would crowd Redis for little gain. */
 const MIN_WAITER_TIMEOUT_MS = 30;
+/** Redisson's `fairLockWaitTimeout` by default: RFairLock's threadWaitTime, 5 minutes. */
+const DEFAULT_WAIT_STEP_MS = 300_000;
 
 /**
  * A reentrant lock granted in the order its waiters asked, across processes: Redisson's RFairLock,
  * on the same keys and channels, so a Java service on Redisson and a Node service on latchkey wait
  * in one line. Get one from {@link LockClient.fairLock}.
  *
- * A release wakes only the owner next in line, on its own channel. A waiting owner keeps its place
- * by asking again (latchkey does it for it, every third of `waiterTimeoutMs`); one that dies or
- * freezes loses its place once it heads the line with its time run out, so it holds the line up
- * for at most about `waiterTimeoutMs` plus one call interval of the owner behind it. An owner that
- * loses its place and comes back joins at the back. `tryAcquire()` without `waitMs` never joins
- * the line, and never takes the lock ahead of someone in it.
+ * A release wakes only the owner next in line, on its own channel. The line's deadlines follow
+ * RFairLock's arithmetic with `waitStepMs` as its threadWaitTime, so Redisson and latchkey waiters
+ * keep their order in one line. A waiting owner keeps its place by asking again (latchkey does it
+ * for it, every third of `waiterTimeoutMs`); one that dies or freezes loses its place once it
+ * heads the line with its time run out, so it holds the line up for at most about
+ * `waiterTimeoutMs` plus one call interval of the owner behind it (a line left to Redisson clients
+ * alone drops it by RFairLock's deadline instead, within about `waitStepMs`). An owner that loses
+ * its place and comes back joins at the back. `tryAcquire()` without `waitMs` never joins the
+ * line, and never takes the lock ahead of someone in it.
  *
  * The owner is the async context, as for {@link Lock}; `{ reentrant: false }` gives every
  * acquisition an owner of its own (Redisson's non-reentrant fair lock).
@@ -45,6 +50,8 @@ const MIN_WAITER_TIMEOUT_MS = 30;
 export class FairLock extends LockHandle<Lease> {
   /** How long a waiting owner keeps its place after each of its calls, in milliseconds. */
   readonly waiterTimeoutMs: number;
+  /** RFairLock's threadWaitTime the line's deadlines are counted in, in milliseconds. */
+  readonly waitStepMs: number;
 
   /** @internal Use {@link LockClient.fairLock}; `options` are checked here. */
   constructor(engine: Engine, keyPrefix: string, name: string, options: FairLockOptions | undefined) {
@@ -54,14 +61,19 @@ export class FairLock extends LockHandle<Lease> {
       given.waiterTimeoutMs === undefined
         ? DEFAULT_WAITER_TIMEOUT_MS
         : checkDuration('waiterTimeoutMs', given.waiterTimeoutMs, MIN_WAITER_TIMEOUT_MS);
+    const waitStepMs =
+      given.waitStepMs === undefined
+        ? DEFAULT_WAIT_STEP_MS
+        : checkDuration('waitStepMs', given.waitStepMs, 1);
     const key = lockKey(keyPrefix, name);
     super(
       engine,
-      { name, key, channel: unlockChannel(key), protocol: fairLockProtocol(waiterTimeoutMs) },
+      { name, key, channel: unlockChannel(key), protocol: fairLockProtocol(waiterTimeoutMs, waitStepMs) },
       reentrant ? CONTEXT_OWNERS.reentrant : CONTEXT_OWNERS.exclusive,
       plainLease,
     );
     this.waiterTimeoutMs = waiterTimeoutMs;
+    this.waitStepMs = waitStepMs;
   }
 
   /**

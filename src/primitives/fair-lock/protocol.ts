@@ -8,7 +8,7 @@ import type {
   Target,
 } from '../../engine/types.js';
 import { renewedFlags } from '../../engine/replies.js';
-import { fairQueueKey, fairTimeoutKey, fairWaiterChannel } from '../../keys.js';
+import { fairHeartbeatKey, fairQueueKey, fairTimeoutKey, fairWaiterChannel } from '../../keys.js';
 import { luaScripts } from '../../scripts/generated.js';
 
 /** Reply codes of lua-scripts/fair-lock/acquire.lua. */
@@ -45,15 +45,18 @@ function releaseOutcome(reply: unknown): ReleaseOutcome | undefined {
   }
 }
 
-/** The fair lock's keys: its own, a request key if any, its queue and its waiters' deadlines. */
+/**
+ * The fair lock's keys: its own, a request key if any, its queue, its waiters' deadlines in
+ * Redisson's arithmetic, and latchkey's waiters' heartbeat deadlines.
+ */
 function keysOf(key: string, request?: string): string[] {
-  return request === undefined
-    ? [key, fairQueueKey(key), fairTimeoutKey(key)]
-    : [key, request, fairQueueKey(key), fairTimeoutKey(key)];
+  const queue = [fairQueueKey(key), fairTimeoutKey(key), fairHeartbeatKey(key)];
+  return request === undefined ? [key, ...queue] : [key, request, ...queue];
 }
 
-function fairProtocol(waiterTimeoutMs: number): Protocol {
+function fairProtocol(waiterTimeoutMs: number, waitStepMs: number): Protocol {
   const waiterTimeout = String(waiterTimeoutMs);
+  const waitStep = String(waitStepMs);
   return {
     kind: 'fair-lock',
     // Waiters are served from Redisson's queue in Redis, in its order; nothing is handed over.
@@ -68,7 +71,7 @@ function fairProtocol(waiterTimeoutMs: number): Protocol {
       return {
         script: luaScripts['fair-lock/leave'],
         keys: keysOf(target.key),
-        args: [target.channel, field],
+        args: [target.channel, field, waitStep],
       };
     },
     acquire(request: AcquireRequest): ScriptCall {
@@ -81,6 +84,7 @@ function fairProtocol(waiterTimeoutMs: number): Protocol {
           String(request.expected),
           request.waiting ? '1' : '',
           waiterTimeout,
+          waitStep,
         ],
       };
     },
@@ -90,7 +94,7 @@ function fairProtocol(waiterTimeoutMs: number): Protocol {
       return {
         script: luaScripts['fair-lock/cancel-acquire'],
         keys: keysOf(target.key, request.requestKey),
-        args: [target.channel, request.field, String(request.expected), String(recordTtlMs)],
+        args: [target.channel, request.field, String(request.expected), String(recordTtlMs), waitStep],
       };
     },
     release(hold: HeldLock, expected: number): ScriptCall {
@@ -128,25 +132,28 @@ function fairProtocol(waiterTimeoutMs: number): Protocol {
 }
 
 /**
- * One protocol per waiter timeout, shared by every fair lock that uses it, so the watchdog renews
- * their holds together (it batches holds of one protocol).
+ * One protocol per waiter timeout and wait step, shared by every fair lock that uses them, so the
+ * watchdog renews their holds together (it batches holds of one protocol).
  */
-const protocols = new Map<number, Protocol>();
+const protocols = new Map<string, Protocol>();
 
 /**
  * The fair lock's protocol: Redisson's RFairLock layout — the RLock hash `owner field -> hold
  * count`, a list `redisson_lock_queue:{<key>}` of waiting owners in arrival order and a sorted
  * set `redisson_lock_timeout:{<key>}` of their deadlines (absolute ms by Redis's clock) — and its
- * wake-up, `0` on `redisson_lock__channel:{<key>}:<owner field>` for the queue's head alone. Every
- * call of a waiting owner moves its deadline to now + `waiterTimeoutMs`, so live waiters keep their
- * places and a dead or stalled one is dropped when it reaches the head with its deadline passed.
+ * wake-up, `0` on `redisson_lock__channel:{<key>}:<owner field>` for the queue's head alone. The
+ * deadlines follow RFairLock's arithmetic with `waitStepMs` as its threadWaitTime, so a line
+ * shared with Redisson clients keeps its order. latchkey's waiters also keep a heartbeat deadline,
+ * now + `waiterTimeoutMs` after each call, in `{<key>}:latchkey_heartbeats`: a dead or stalled
+ * one is dropped when it reaches the head with that deadline passed.
  * @internal
  */
-export function fairLockProtocol(waiterTimeoutMs: number): Protocol {
-  let protocol = protocols.get(waiterTimeoutMs);
+export function fairLockProtocol(waiterTimeoutMs: number, waitStepMs: number): Protocol {
+  const id = `${waiterTimeoutMs}/${waitStepMs}`;
+  let protocol = protocols.get(id);
   if (protocol === undefined) {
-    protocol = fairProtocol(waiterTimeoutMs);
-    protocols.set(waiterTimeoutMs, protocol);
+    protocol = fairProtocol(waiterTimeoutMs, waitStepMs);
+    protocols.set(id, protocol);
   }
   return protocol;
 }
