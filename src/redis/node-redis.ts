@@ -6,6 +6,7 @@ import type {
   Subscriber,
   SubscriberEvents,
 } from './connection.js';
+import { unwrittenCommandsOf, type UnwrittenCommands } from './node-redis-unwritten.js';
 
 /** Why a value cannot be used as a node-redis client. @internal */
 export type NodeRedisProblem = 'not-a-client' | 'cluster' | 'sentinel' | 'not-open';
@@ -58,9 +59,11 @@ export function nodeRedisProblem(redis: unknown): NodeRedisProblem | undefined {
 export class NodeRedisConnection implements RedisConnection {
   readonly library = 'node-redis';
   readonly #client: NodeRedisClient;
+  readonly #unwritten: UnwrittenCommands | undefined;
 
   constructor(client: NodeRedisClient) {
     this.#client = client;
+    this.#unwritten = unwrittenCommandsOf(client);
   }
 
   get closed(): boolean {
@@ -73,10 +76,15 @@ export class NodeRedisConnection implements RedisConnection {
   }
 
   send(args: string[], signal?: AbortSignal): Promise<unknown> {
-    // An abortSignal takes a command that was never written out of node-redis's queue.
-    return signal === undefined
+    const unwritten = this.#unwritten;
+    const draining = unwritten?.draining;
+    if (draining !== undefined) return draining.then(() => this.send(args, signal));
+    // An abortSignal takes a command that was never written out of node-redis's queue: the
+    // caller's while the client is not ready, else one withdrawn if the connection drops first.
+    const abortSignal = signal ?? unwritten?.signal();
+    return abortSignal === undefined
       ? this.#client.sendCommand(args)
-      : this.#client.sendCommand(args, { abortSignal: signal });
+      : this.#client.sendCommand(args, { abortSignal });
   }
 
   async openSubscriber(events: SubscriberEvents): Promise<Subscriber> {

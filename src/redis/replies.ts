@@ -25,6 +25,15 @@ export function isServerReply(error: Error): boolean {
   return false;
 }
 
+/**
+ * Whether `error` is node-redis's rejection of a command taken out of its queue by its abort
+ * signal, before it was written: the command never reached Redis.
+ * @internal
+ */
+export function isWithdrawn(error: Error): boolean {
+  return error.message === 'The command was aborted' && error.constructor.name === 'AbortError';
+}
+
 /** Whether `error` says that the user's client was closed: no command will go out on it. @internal */
 export function isClientClosed(error: Error): boolean {
   return CLOSED_MESSAGES.has(error.message);

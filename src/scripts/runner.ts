@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import type { RedisConnection } from '../redis/connection.js';
-import { isClientClosed, isServerReply, plainReply } from '../redis/replies.js';
+import { isClientClosed, isServerReply, isWithdrawn, plainReply } from '../redis/replies.js';
 import type { LuaScript } from './script.js';
 
 /**
@@ -15,6 +15,18 @@ export class CommandTimeoutError extends Error {
       `Redis did not answer within ${Math.round(timeoutMs)} ms` +
         (connected ? '' : ': the connection to Redis is down and the client is reconnecting'),
     );
+  }
+}
+
+/**
+ * A command taken back before it was written out, because its connection dropped: it never
+ * reached Redis, so it may be sent again.
+ * @internal
+ */
+export class CommandNotSentError extends Error {
+  override readonly name = 'CommandNotSentError';
+  constructor() {
+    super('the connection to Redis dropped before the command was written out; it did not run');
   }
 }
 
@@ -294,7 +306,11 @@ export class ScriptRunner {
             reject(new CommandTimeoutError(performance.now() - now, this.#connected));
             return;
           }
-          reject(error instanceof Error ? error : new Error(String(error)));
+          if (!(error instanceof Error)) {
+            reject(new Error(String(error)));
+            return;
+          }
+          reject(isWithdrawn(error) ? new CommandNotSentError() : error);
         },
       );
     });
