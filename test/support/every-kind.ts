@@ -148,6 +148,11 @@ export interface Waitable {
   /** Every event that frees capacity of this kind; the first is the plain one (a release). */
   readonly frees: readonly [FreeEvent, ...FreeEvent[]];
   /**
+   * Makes the resource available without any wait (a lock: nothing to do; a semaphore: a counter
+   * with a free permit; the latch: no latch, which is open).
+   */
+  available(scene: Scene): Promise<void>;
+  /**
    * Waits until the resource is available and takes it (acquire, or await for the latch); rejects
    * as the kind's API does when `waitMs` runs out or `signal` aborts.
    */
@@ -176,13 +181,16 @@ export function titled(waitable: Waitable, behaviour: Behaviour, title: string):
  * Every key of the resource at `key` (the key, and every key with `{<key>}` in its name: wait
  * queues, fair-lock deadlines, waiting writers, reader leases, permit leases), with its type and
  * contents, sorted: equal before a waiter came and after it left means it left nothing. Request
- * records are left out (they expire on their own), as are PTTLs and the scores of sorted sets
- * (deadlines and lease ends that renewals move).
+ * records are left out (they expire on their own), as is a fenced lock's token counter (every
+ * attempt that took the lock counts one, and it never goes back, on purpose), and so are PTTLs and
+ * the scores of sorted sets (deadlines and lease ends that renewals move).
  */
 export async function residue(admin: Redis, key: string): Promise<string[]> {
   const names = new Set<string>();
   for await (const batch of admin.scanIterator({ MATCH: `*{${key}}*`, COUNT: 1_000 })) {
-    for (const name of batch) if (!name.startsWith('latchkey_request')) names.add(name);
+    for (const name of batch) {
+      if (!name.startsWith('latchkey_request') && !name.startsWith('redisson_lock_token')) names.add(name);
+    }
   }
   if (Number(await admin.exists(key)) === 1) names.add(key);
   const entries: string[] = [];
@@ -262,8 +270,9 @@ function lockFrees(kind: Kind): [FreeEvent, ...FreeEvent[]] {
 }
 
 /** A hold of a lock kind: acquire, and a hold count that the acquire raises by one. */
-function holdWait(kind: Kind): Pick<Waitable, 'wait' | 'timesOut' | 'once'> {
+function holdWait(kind: Kind): Pick<Waitable, 'available' | 'wait' | 'timesOut' | 'once'> {
   return {
+    available: async () => {},
     wait: async (locks, name, options) => released(await kind.handle(locks, name).acquire(options)),
     timesOut: 'LockTimeoutError',
     once: {
@@ -481,6 +490,9 @@ const PERMITS: Waitable = {
         }),
     },
   ],
+  available: async (scene) => {
+    await permits(scene.other, scene.name).trySetPermits(1);
+  },
   wait: async (locks, name, options) => released(await permits(locks, name).acquire(options)),
   timesOut: 'LockTimeoutError',
   once: {
@@ -557,6 +569,9 @@ const SEMAPHORE: Waitable = {
         }),
     },
   ],
+  available: async (scene) => {
+    await semaphore(scene.other, scene.name).trySetPermits(1);
+  },
   wait: async (locks, name, options) => {
     const handle = semaphore(locks, name);
     await handle.acquire(options);
@@ -620,6 +635,7 @@ const LATCH: Waitable = {
       },
     },
   ],
+  available: async () => {},
   wait: async (locks, name, options) => {
     if (!(await locks.countDownLatch(name).await(options))) throw new LatchClosed();
     return { give: async () => {} };
