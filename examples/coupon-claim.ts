@@ -29,9 +29,11 @@ import { fileURLToPath } from 'node:url';
 import { createClient } from 'redis';
 import { LockClient } from 'latchkey';
 
-type Redis = ReturnType<typeof createClient>;
-
 const url = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
+// Named after what `connect()` resolves: `ReturnType<typeof createClient>` is a client of the
+// default options, and node-redis 6 (RESP3 by default) does not take this one for it.
+const connect = () => createClient({ url }).connect();
+type Redis = Awaited<ReturnType<typeof connect>>;
 
 const CAMPAIGN = 'SUMMER25';
 const STOCK = 20;
@@ -75,7 +77,7 @@ async function claimOne(redis: Redis, keys: CampaignKeys, name: string): Promise
 
 async function runWorker(name: string, keyPrefix: string, mode: Mode): Promise<void> {
   const keys = campaignKeys(keyPrefix);
-  const redis = await createClient({ url }).connect();
+  const redis = await connect();
   const locks = new LockClient(redis, { keyPrefix });
   const stockLock = locks.lock(`coupons:${CAMPAIGN}`);
   try {
@@ -154,7 +156,7 @@ async function runRound(mode: Mode): Promise<RoundResult> {
   // A prefix per round, so the two rounds never see each other's keys.
   const keyPrefix = `examples:${randomBytes(4).toString('hex')}:`;
   const keys = campaignKeys(keyPrefix);
-  const redis = await createClient({ url }).connect();
+  const redis = await connect();
   const workers: RunningWorker[] = [];
   try {
     await redis.set(keys.stock, String(STOCK));

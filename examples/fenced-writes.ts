@@ -27,6 +27,10 @@ import { createClient } from 'redis';
 import { LockClient, LockNotOwnedError } from 'latchkey';
 
 const url = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
+// Named after what `connect()` resolves: `ReturnType<typeof createClient>` is a client of the
+// default options, and node-redis 6 (RESP3 by default) does not take this one for it.
+const connect = () => createClient({ url }).connect();
+type Redis = Awaited<ReturnType<typeof connect>>;
 // A prefix of its own, so the example never touches keys it did not create (EXAMPLE_KEY_PREFIX
 // picks it instead, for a test that must know it).
 const keyPrefix = process.env['EXAMPLE_KEY_PREFIX'] || `examples:${randomBytes(4).toString('hex')}:`;
@@ -78,8 +82,6 @@ interface WriteOutcome {
   readonly token: bigint;
 }
 
-type Redis = Awaited<ReturnType<ReturnType<typeof createClient>['connect']>>;
-
 async function fencedWrite(redis: Redis, token: bigint, units: number): Promise<WriteOutcome> {
   const reply = (await redis.eval(FENCED_WRITE, {
     keys: [RECORD_KEY],
@@ -108,7 +110,7 @@ function row(who: string, what: string, detail = ''): void {
   console.log(`  ${who.padEnd(14)} ${what.padEnd(24)} ${detail}`.trimEnd());
 }
 
-const tillRedis = await createClient({ url }).connect();
+const tillRedis = await connect();
 const receivingRedis = await tillRedis.duplicate().connect();
 // Two LockClients on connections of their own: two instances of the stock service.
 const till = new LockClient(tillRedis, { keyPrefix });

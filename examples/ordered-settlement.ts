@@ -23,6 +23,10 @@ import { createClient } from 'redis';
 import { LockClient, type FairLock } from 'latchkey';
 
 const url = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
+// Named after what `connect()` resolves: `ReturnType<typeof createClient>` is a client of the
+// default options, and node-redis 6 (RESP3 by default) does not take this one for it.
+const connect = () => createClient({ url }).connect();
+type Redis = Awaited<ReturnType<typeof connect>>;
 // A prefix of its own, so the example never touches keys it did not create.
 const keyPrefix = `examples:${randomBytes(4).toString('hex')}:`;
 
@@ -45,8 +49,6 @@ function euros(cents: number): string {
   return `${cents < 0 ? '-' : ''}${(Math.abs(cents) / 100).toFixed(2)} EUR`.padStart(12);
 }
 
-type Redis = ReturnType<typeof createClient>;
-
 interface SettlementWorker {
   readonly name: string;
   readonly redis: Redis;
@@ -54,7 +56,7 @@ interface SettlementWorker {
   readonly ledger: FairLock;
 }
 
-const redis = await createClient({ url }).connect();
+const redis = await connect();
 const workers: SettlementWorker[] = await Promise.all(
   ['settler-a', 'settler-b', 'settler-c'].map(async (name): Promise<SettlementWorker> => {
     const connection = await redis.duplicate().connect();

@@ -20,6 +20,10 @@ import { createClient } from 'redis';
 import { LockClient } from 'latchkey';
 
 const url = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
+// Named after what `connect()` resolves: `ReturnType<typeof createClient>` is a client of the
+// default options, and node-redis 6 (RESP3 by default) does not take this one for it.
+const connect = () => createClient({ url }).connect();
+type Redis = Awaited<ReturnType<typeof connect>>;
 // A prefix of its own, so the example never touches keys it did not create.
 const keyPrefix = `examples:${randomBytes(4).toString('hex')}:`;
 
@@ -43,15 +47,13 @@ function row(turn: string, worker: string, at: string, waited: string, handoff: 
   );
 }
 
-type Redis = ReturnType<typeof createClient>;
-
 interface Worker {
   readonly name: string;
   readonly redis: Redis;
   readonly locks: LockClient;
 }
 
-const redis = await createClient({ url }).connect();
+const redis = await connect();
 // One connection and one LockClient per worker, as if each ran in a process of its own:
 // every one of them subscribes to the unlock channel and is woken by the message.
 const workers: Worker[] = await Promise.all(

@@ -21,6 +21,10 @@ import { createClient } from 'redis';
 import { LockClient } from 'latchkey';
 
 const url = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
+// Named after what `connect()` resolves: `ReturnType<typeof createClient>` is a client of the
+// default options, and node-redis 6 (RESP3 by default) does not take this one for it.
+const connect = () => createClient({ url }).connect();
+type Redis = Awaited<ReturnType<typeof connect>>;
 // A prefix of its own, so the example never touches keys it did not create.
 const keyPrefix = `examples:${randomBytes(4).toString('hex')}:`;
 
@@ -39,9 +43,7 @@ function at(startedAt: number): string {
   return `${String(Math.round(performance.now() - startedAt)).padStart(5)} ms`;
 }
 
-type Redis = ReturnType<typeof createClient>;
-
-const redis = await createClient({ url }).connect();
+const redis = await connect();
 // One connection and one LockClient per process of the deploy, as if each ran on its own.
 const connections: Redis[] = [];
 async function processClient(): Promise<LockClient> {
