@@ -373,11 +373,7 @@ export class Holds {
     } catch (error) {
       if (this.#settings.isClosed()) return true;
       this.#settings.telemetry.renewalFailed(protocol, holds.length);
-      this.#events.emit('renewFailed', {
-        names: holds.map((hold) => hold.name),
-        error: toError(error),
-        retryInMs: this.#watchdog.retryDelayMs,
-      });
+      this.#renewFailed(holds, toError(error));
       return false;
     }
     const renewed = protocol.renewOutcome(reply, holds.length);
@@ -394,15 +390,14 @@ export class Holds {
     const replicated = acknowledged >= required;
     if (!replicated) {
       this.#settings.telemetry.renewalFailed(protocol, holds.length);
-      this.#events.emit('renewFailed', {
-        names: holds.map((hold) => hold.name),
-        error: new ReplicationError(
+      this.#renewFailed(
+        holds,
+        new ReplicationError(
           `Only ${acknowledged} of the ${required} replicas required acknowledged a renewal in time`,
           acknowledged,
           required,
         ),
-        retryInMs: this.#watchdog.retryDelayMs,
-      });
+      );
     }
     holds.forEach((hold, index) => {
       if (hold.lost || this.#byChain.get(hold.chain) !== hold) return;
@@ -419,6 +414,20 @@ export class Holds {
       }
     });
     return replicated;
+  }
+
+  /**
+   * Emits `renewFailed` for the holds of a failed renewal that are still held: one declared lost
+   * while the call was under way was reported in `lockLost` and will not be retried.
+   */
+  #renewFailed(holds: readonly Hold[], error: Error): void {
+    const held = holds.filter((hold) => !hold.lost && this.#byChain.get(hold.chain) === hold);
+    if (held.length === 0) return;
+    this.#events.emit('renewFailed', {
+      names: held.map((hold) => hold.name),
+      error,
+      retryInMs: this.#watchdog.retryDelayMs,
+    });
   }
 
   /**
