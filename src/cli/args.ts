@@ -1,5 +1,7 @@
 import { parseArgs } from 'node:util';
 import { CliError, ExitCode } from './exit-codes.js';
+import { NAMED_KINDS } from './layouts/index.js';
+import type { LockKind } from './snapshot.js';
 
 /** @internal */
 export type CommandName = 'inspect' | 'list' | 'force-unlock' | 'watch';
@@ -19,7 +21,13 @@ export interface CommonOptions {
 export type Invocation =
   | { readonly command: 'help' }
   | { readonly command: 'version' }
-  | { readonly command: 'inspect'; readonly common: CommonOptions; readonly name: string }
+  | {
+      readonly command: 'inspect';
+      readonly common: CommonOptions;
+      readonly name: string;
+      /** What the key is known to be (`--kind`): settles a counter that may be several kinds. */
+      readonly kind: LockKind | undefined;
+    }
   | {
       readonly command: 'list';
       readonly common: CommonOptions;
@@ -34,6 +42,7 @@ export type Invocation =
       readonly common: CommonOptions;
       readonly name: string;
       readonly yes: boolean;
+      readonly kind: LockKind | undefined;
     }
   | {
       readonly command: 'watch';
@@ -44,6 +53,7 @@ export type Invocation =
       readonly count: number | undefined;
       /** Stop after this long; undefined: no limit. */
       readonly durationMs: number | undefined;
+      readonly kind: LockKind | undefined;
     };
 
 /** The default Redis URL when neither `--url` nor `REDIS_URL` is given. */
@@ -66,6 +76,7 @@ const OPTIONS = {
   interval: { type: 'string' },
   count: { type: 'string' },
   duration: { type: 'string' },
+  kind: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;
@@ -76,30 +87,54 @@ const COMMON: readonly OptionName[] = ['url', 'prefix', 'json', 'timeout', 'help
 const COMMANDS: Readonly<
   Record<CommandName, { readonly options: readonly OptionName[]; readonly takesName: boolean }>
 > = {
-  inspect: { options: [], takesName: true },
+  inspect: { options: ['kind'], takesName: true },
   list: { options: ['pattern', 'include-strings', 'scan-count'], takesName: false },
-  'force-unlock': { options: ['yes'], takesName: true },
-  watch: { options: ['interval', 'count', 'duration'], takesName: true },
+  'force-unlock': { options: ['yes', 'kind'], takesName: true },
+  watch: { options: ['interval', 'count', 'duration', 'kind'], takesName: true },
 };
 
 function isCommand(value: string): value is CommandName {
   return Object.hasOwn(COMMANDS, value);
 }
 
+/** `text` in lines of at most `width` characters, each indented by `indent` spaces. */
+function wrapped(text: string, indent: number, width: number): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && indent + line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line === '' ? word : `${line} ${word}`;
+    }
+  }
+  lines.push(line);
+  return lines.map((each) => ' '.repeat(indent) + each).join('\n');
+}
+
 /** The help text `latchkey --help` prints. @internal */
 export const HELP = `Usage: latchkey <command> [options]
 
-Look at and repair latchkey locks (and Redisson / SET NX PX locks) in Redis.
+Look at and repair latchkey's locks and synchronizers (and Redisson's, and SET NX PX locks)
+in Redis: locks, fenced, fair and read-write locks, simple locks, semaphores, permit
+semaphores and count-down latches.
 
 Commands:
-  inspect <name>        Kind, holders and hold counts, TTL, queued waiters and fencing token
-                        of one lock. Owner ids and tokens are never shown: each holder gets a
-                        label that is only meaningful within one run.
-  list                  Locks whose names match --pattern, found with SCAN (never KEYS).
-  force-unlock <name>   Deletes a lock whoever holds it and wakes (or hands it to) its waiters.
-                        Asks you to type the name unless --yes is given.
-  watch <name>          Prints a line whenever the lock's holders, hold counts, TTL range,
-                        waiters or fencing token change, until Ctrl-C, --count or --duration.
+  inspect <name>        Kind, holders and hold counts, TTL, read/write mode, free permits and
+                        permits out with their leases, latch count, fencing token and queued
+                        waiters (with a fair lock's deadlines) of one key. Owner ids, tokens and
+                        permit ids are never shown: each holder gets a label that is only
+                        meaningful within one run.
+  list                  Keys whose names match --pattern, found with SCAN (never KEYS).
+  force-unlock <name>   Frees a lock whoever holds it, the way its kind does: waiters are woken
+                        or handed it, a fair queue keeps its order, a read-write lock loses
+                        readers and writer, a permit semaphore gets every permit back. Refuses
+                        a semaphore or latch (nothing to free; says what to do instead). Asks
+                        you to type the name unless --yes is given.
+  watch <name>          Prints a line whenever the key's holders, hold counts, TTL range,
+                        waiters, fencing token, mode, permits or count change, until Ctrl-C,
+                        --count or --duration.
 
 Options for every command:
   --url <url>           Redis URL (default: $REDIS_URL, else ${DEFAULT_URL})
@@ -109,10 +144,16 @@ Options for every command:
   --timeout <ms>        Connect timeout and time limit of each Redis call (default ${DEFAULT_TIMEOUT_MS})
   -h, --help            This help; --version prints the version
 
+inspect, force-unlock, watch:
+  --kind <kind>         What the key is, when its layout cannot tell (a bare counter may be a
+                        semaphore, a permit semaphore or a count-down latch): one of
+${wrapped(NAMED_KINDS.join(', '), 24, 94)}
+
 list:
   --pattern <glob>      Glob over lock names, after the prefix (default *)
-  --include-strings     Also list string keys, which may be simple (SET NX PX) locks; any
-                        string key matches, so narrow it with --pattern
+  --include-strings     Also list string keys: simple (SET NX PX) locks, semaphores, permit
+                        semaphores, latches; it reads every string key that matches, so narrow
+                        it with --pattern
   --scan-count <n>      COUNT hint for each SCAN call (default ${DEFAULT_SCAN_COUNT})
 
 force-unlock:
@@ -125,12 +166,13 @@ watch:
   --duration <ms>       Stop after this long
 
 Exit codes:
-  0    done (inspect: the lock is held)
+  0    done (inspect: one of the kinds is there)
   1    no lock there: free, or the key holds something that is not a lock
        (inspect, force-unlock)
   2    usage error
   3    Redis unreachable, too slow (--timeout) or answering with an error
-  4    force-unlock not confirmed, or no terminal to ask on and no --yes
+  4    force-unlock refused: not confirmed, no terminal to ask on and no --yes, or
+       a kind it must not touch (semaphore, count-down latch, counter)
   70   a bug in latchkey (the stack is printed; please report it)
   130  interrupted (Ctrl-C); watch stops with 0
 
@@ -155,6 +197,16 @@ function wholeNumber(name: string, text: string | undefined, min: number, max: n
     );
   }
   return value;
+}
+
+/** `--kind`: one of the kinds a key can be. */
+function kindOption(text: string | undefined): LockKind | undefined {
+  if (text === undefined) return undefined;
+  const kind = NAMED_KINDS.find((candidate) => candidate === text);
+  if (kind === undefined) {
+    throw usage(`Expected \`--kind\` to be one of ${NAMED_KINDS.join(', ')}, got ${JSON.stringify(text)}`);
+  }
+  return kind;
 }
 
 function checkUrl(url: string): string {
@@ -220,7 +272,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   };
   switch (commandName) {
     case 'inspect':
-      return { command: 'inspect', common, name };
+      return { command: 'inspect', common, name, kind: kindOption(values.kind) };
     case 'list':
       return {
         command: 'list',
@@ -230,7 +282,13 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         scanCount: wholeNumber('scan-count', values['scan-count'], 1, 1_000_000) ?? DEFAULT_SCAN_COUNT,
       };
     case 'force-unlock':
-      return { command: 'force-unlock', common, name, yes: values.yes === true };
+      return {
+        command: 'force-unlock',
+        common,
+        name,
+        yes: values.yes === true,
+        kind: kindOption(values.kind),
+      };
     case 'watch':
       return {
         command: 'watch',
@@ -239,6 +297,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         intervalMs: wholeNumber('interval', values.interval, 10, MAX_MS) ?? DEFAULT_INTERVAL_MS,
         count: wholeNumber('count', values.count, 1, Number.MAX_SAFE_INTEGER),
         durationMs: wholeNumber('duration', values.duration, 0, MAX_MS),
+        kind: kindOption(values.kind),
       };
   }
 }

@@ -1,4 +1,4 @@
-import { createClient } from 'redis';
+import { createClient, RESP_TYPES } from 'redis';
 import type { LockRedisClient } from '../index.js';
 import { CliError, ExitCode } from './exit-codes.js';
 
@@ -88,10 +88,11 @@ export class Connection {
 
   /**
    * Commands in one MULTI/EXEC: their replies, read at one instant. A command that failed
-   * inside the transaction (WRONGTYPE, say) has an `Error` as its reply.
+   * inside the transaction (WRONGTYPE, say) has an `Error` as its reply. Bulk strings arrive as
+   * Buffers: a permit id is 16 raw bytes, which text would not keep apart.
    */
   transaction(commands: readonly (readonly string[])[]): Promise<unknown[]> {
-    const multi = this.#client.multi();
+    const multi = this.#client.withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer }).multi();
     for (const args of commands) multi.addCommand([...args]);
     const replies = multi.exec().then(
       (values) => values as unknown[],

@@ -62,14 +62,17 @@ async function runCommand(invocation: Exclude<Invocation, { command: 'help' | 'v
   try {
     switch (invocation.command) {
       case 'inspect':
-        return await unlessInterrupted(inspect(context, invocation.name), io.interrupted);
+        return await unlessInterrupted(inspect(context, invocation.name, invocation.kind), io.interrupted);
       case 'list':
         return await unlessInterrupted(
           list(context, invocation.pattern, invocation.includeStrings, invocation.scanCount),
           io.interrupted,
         );
       case 'force-unlock':
-        return await unlessInterrupted(forceUnlock(context, invocation.name, invocation.yes), io.interrupted);
+        return await unlessInterrupted(
+          forceUnlock(context, invocation.name, invocation.yes, invocation.kind),
+          io.interrupted,
+        );
       case 'watch':
         // Ctrl-C ends a watch normally.
         return await watch(
@@ -78,6 +81,7 @@ async function runCommand(invocation: Exclude<Invocation, { command: 'help' | 'v
           invocation.intervalMs,
           invocation.count,
           invocation.durationMs,
+          invocation.kind,
         );
     }
   } finally {

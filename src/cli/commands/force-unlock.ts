@@ -2,55 +2,70 @@ import { LockClient } from '../../index.js';
 import { lockKey } from '../../keys.js';
 import { askToConfirm } from '../confirm.js';
 import { CliError, ExitCode } from '../exit-codes.js';
+import { plural } from '../format.js';
 import { formatTtl, jsonLine, kindText } from '../render.js';
-import { readSnapshot, summary, type Snapshot } from '../snapshot.js';
+import { layoutOf } from '../layouts/index.js';
+import { readSnapshot, summary, type LockKind, type Snapshot } from '../snapshot.js';
 import type { CommandContext } from './context.js';
 
-function plural(count: number, one: string, many: string): string {
-  return `${count} ${count === 1 ? one : many}`;
-}
-
-function question(before: Snapshot): string {
+function question(before: Snapshot, effect: string): string {
+  const holders =
+    before.kind === 'simple-lock'
+      ? 'held'
+      : before.kind === 'permit-semaphore'
+        ? `${plural(before.holders.length, 'permit', 'permits')} out`
+        : `held by ${plural(before.holders.length, 'owner', 'owners')}`;
   const what = [
-    before.kind === 'simple-lock' ? 'held' : `held by ${plural(before.holders.length, 'owner', 'owners')}`,
+    holders,
     `ttl ${formatTtl(before)}`,
-    ...(before.kind === 'simple-lock' ? [] : [`${before.waiting} waiting`]),
+    ...(before.kind === 'simple-lock' || before.kind === 'permit-semaphore'
+      ? []
+      : [`${before.waiting} waiting`]),
   ].join(', ');
   const key = before.key === before.name ? '' : ` (key ${JSON.stringify(before.key)})`;
   return (
     `Force-unlock ${kindText(before)} ${JSON.stringify(before.name)}${key}: ${what}.\n` +
-    'Its holders lose it (a latchkey holder notices at its next renewal or when its lease ends), and the next waiter gets it.\n' +
+    `${effect}\n` +
     'Type the lock name to confirm: '
   );
 }
 
 /**
- * `latchkey force-unlock <name>`: deletes the lock whoever holds it, through the library's
- * `forceUnlock()` of its kind, so a queued waiter is handed it (with a new fencing token for a
- * fenced lock) or waiters are told it is free. Asks first unless `yes`.
+ * `latchkey force-unlock <name>`: frees the key whoever holds it, the way its kind frees it (its
+ * layout's policy in src/cli/layouts): through the library's `forceUnlock()` of that kind, so a
+ * queued waiter is handed the lock (with a new fencing token for a fenced lock), a fair queue
+ * keeps its order, a read-write lock loses readers and writer, a permit semaphore gets its
+ * permits back, and waiters are told. Kinds without holders to free — a semaphore, a latch, a
+ * counter that may be either — are refused with what to do instead: deleting their counter would
+ * let in more holders than the kind allows. Asks first unless `yes`.
  * @internal
  */
-export async function forceUnlock(context: CommandContext, name: string, yes: boolean): Promise<ExitCode> {
+export async function forceUnlock(
+  context: CommandContext,
+  name: string,
+  yes: boolean,
+  kind?: LockKind,
+): Promise<ExitCode> {
   const { io, redis, options, labels } = context;
   const key = lockKey(options.prefix, name);
-  const before = await readSnapshot(redis, name, key, labels, false);
+  const read = (hint: LockKind | undefined): Promise<Snapshot> =>
+    readSnapshot(redis, name, key, labels, { details: false, ...(hint === undefined ? {} : { hint }) });
+  const before = await read(kind);
   const report = (unlocked: boolean, after: Snapshot | null): void => {
     if (options.json) {
       io.stdout.write(jsonLine({ name, key, kind: before.kind, unlocked, after: after && summary(after) }));
     }
   };
-  if (before.kind === 'not-a-lock') {
-    report(false, null);
-    throw new CliError(
-      ExitCode.NO_LOCK,
-      `Not force-unlocking ${JSON.stringify(key)}: it holds ${kindText(before).replace('not a lock ', '')}, which is not a lock.`,
-    );
+  const policy = layoutOf(before.kind).unlock;
+  if (policy.action === 'refuse') {
+    report(false, before.kind === 'not-a-lock' ? null : before);
+    throw new CliError(policy.code, policy.reason(before));
   }
   if (!before.held) {
     report(false, before);
     throw new CliError(
       ExitCode.NO_LOCK,
-      `Nothing to unlock: lock ${JSON.stringify(name)} is free (no key ${JSON.stringify(key)}).`,
+      `Nothing to unlock: ${kindText(before)} ${JSON.stringify(name)} is free (${policy.nothingHeld}).`,
     );
   }
   if (!yes) {
@@ -60,7 +75,7 @@ export async function forceUnlock(context: CommandContext, name: string, yes: bo
         `Refusing to force-unlock ${JSON.stringify(name)} without confirmation: stdin is not a terminal. Pass --yes to confirm.`,
       );
     }
-    const confirmed = await askToConfirm(io, question(before), name);
+    const confirmed = await askToConfirm(io, question(before, policy.effect), name);
     if (io.interrupted.aborted)
       throw new CliError(ExitCode.INTERRUPTED, 'Interrupted; the lock was not touched.');
     if (!confirmed) throw new CliError(ExitCode.REFUSED, 'Not confirmed; the lock was not touched.');
@@ -74,22 +89,17 @@ export async function forceUnlock(context: CommandContext, name: string, yes: bo
   locks.on('error', () => undefined);
   let unlocked: boolean;
   try {
-    const handle =
-      before.kind === 'fenced-lock'
-        ? locks.fencedLock(name)
-        : before.kind === 'lock'
-          ? locks.lock(name)
-          : locks.simpleLock(name);
-    unlocked = await handle.forceUnlock();
+    unlocked = await policy.handle(locks, name).forceUnlock();
   } finally {
     await locks.close();
   }
-  const after = await readSnapshot(redis, name, key, labels, false);
+  // A permit semaphore with no permit out left is still one.
+  const after = await read(before.kind);
   report(unlocked, after);
   if (!unlocked) {
     throw new CliError(
       ExitCode.NO_LOCK,
-      `Nothing to unlock: lock ${JSON.stringify(name)} was freed meanwhile.`,
+      `Nothing to unlock: ${kindText(before)} ${JSON.stringify(name)} was freed meanwhile.`,
     );
   }
   if (!options.json) {

@@ -1,17 +1,21 @@
 import { lockKey } from '../../keys.js';
 import { ExitCode } from '../exit-codes.js';
 import { jsonLine, renderInspect } from '../render.js';
-import { readSnapshot } from '../snapshot.js';
+import { isPresent, readSnapshot, type LockKind } from '../snapshot.js';
 import type { CommandContext } from './context.js';
 
 /**
- * `latchkey inspect <name>`: the lock's kind, holders, TTL, fencing token and queued waiters.
- * Exits {@link ExitCode.NO_LOCK} when nothing holds the lock (or the key is no lock).
+ * `latchkey inspect <name>`: what the key holds, told by its layout (src/cli/layouts): the kind,
+ * holders and hold counts, TTL, mode, permits, count, fencing token and queued waiters. Exits
+ * {@link ExitCode.NO_LOCK} when there is nothing there (or the key holds no kind).
  * @internal
  */
-export async function inspect(context: CommandContext, name: string): Promise<ExitCode> {
+export async function inspect(context: CommandContext, name: string, kind?: LockKind): Promise<ExitCode> {
   const { io, redis, options, labels } = context;
-  const snapshot = await readSnapshot(redis, name, lockKey(options.prefix, name), labels, true);
+  const snapshot = await readSnapshot(redis, name, lockKey(options.prefix, name), labels, {
+    details: true,
+    ...(kind === undefined ? {} : { hint: kind }),
+  });
   io.stdout.write(options.json ? jsonLine(snapshot) : renderInspect(snapshot));
-  return snapshot.held ? ExitCode.OK : ExitCode.NO_LOCK;
+  return isPresent(snapshot) ? ExitCode.OK : ExitCode.NO_LOCK;
 }

@@ -1,7 +1,7 @@
 import { isCompanionKey } from '../../keys.js';
 import { ExitCode } from '../exit-codes.js';
 import { jsonLine, listHeader, listRow } from '../render.js';
-import { readSnapshot, summary, type Snapshot } from '../snapshot.js';
+import { isPresent, readSnapshot, summary, type Snapshot } from '../snapshot.js';
 import type { CommandContext } from './context.js';
 
 /** The characters SCAN's MATCH gives a meaning to, escaped so a prefix matches as it is. */
@@ -16,7 +16,8 @@ function text(reply: unknown): string {
 /**
  * `latchkey list`: walks the keyspace with SCAN (MATCH prefix + pattern, TYPE hash, then TYPE
  * string with `--include-strings`) — never KEYS, which blocks the server — and prints each key
- * that holds a lock, as it is found.
+ * that holds one of the kinds (src/cli/layouts), as it is found: hashes are locks, fair locks
+ * and read-write locks; strings are simple locks, semaphores, permit semaphores and latches.
  * @internal
  */
 export async function list(
@@ -52,15 +53,17 @@ export async function list(
       const keys = (Array.isArray(batch) ? batch : []).map(text).filter((key) => !isCompanionKey(key));
       // Read in parallel (node-redis pipelines them), print in SCAN's order.
       const snapshots = await Promise.all(
-        keys.map((key) => readSnapshot(redis, key.slice(options.prefix.length), key, labels, false)),
+        keys.map((key) =>
+          readSnapshot(redis, key.slice(options.prefix.length), key, labels, { details: false }),
+        ),
       );
-      // A key may have been freed (or changed) between SCAN and the read: only locks are listed.
-      for (const snapshot of snapshots) if (snapshot.held) print(snapshot);
+      // A key may have been freed (or changed) between SCAN and the read: only kinds are listed.
+      for (const snapshot of snapshots) if (isPresent(snapshot)) print(snapshot);
     } while (cursor !== '0');
   }
   if (found === 0 && !options.json) {
     io.stderr.write(
-      `No locks match ${JSON.stringify(match)}${includeStrings ? '' : ' (hashes only; --include-strings for simple locks)'}.\n`,
+      `No locks match ${JSON.stringify(match)}${includeStrings ? '' : ' (hashes only; --include-strings for simple locks, semaphores and latches)'}.\n`,
     );
   }
   return ExitCode.OK;

@@ -1,11 +1,12 @@
-import { lockKey, simpleUnlockChannel, unlockChannel } from '../../keys.js';
+import { lockKey, readWriteChannel, simpleUnlockChannel, unlockChannel } from '../../keys.js';
 import { ExitCode } from '../exit-codes.js';
+import { probedChannels } from '../probe.js';
 import { jsonLine, watchLine } from '../render.js';
-import { readSnapshot, summary, type Snapshot } from '../snapshot.js';
+import { isPresent, readSnapshot, summary, type LockKind, type Snapshot } from '../snapshot.js';
 import type { CommandContext } from './context.js';
 
 /** What `watch` compares between reads; a line is printed when one of them changes. */
-const ASPECTS = ['kind', 'holders', 'ttl', 'waiting', 'token'] as const;
+const ASPECTS = ['kind', 'holders', 'ttl', 'waiting', 'token', 'mode', 'permits', 'count'] as const;
 type Aspect = (typeof ASPECTS)[number];
 
 /**
@@ -21,13 +22,22 @@ function aspect(snapshot: Snapshot, which: Aspect): unknown {
     case 'kind':
       return snapshot.kind;
     case 'holders':
-      return JSON.stringify(snapshot.holders);
+      // Who holds and how often; their leases' time left is the `ttl` aspect.
+      return JSON.stringify(snapshot.holders.map(({ label, holdCount, role }) => [label, holdCount, role]));
     case 'ttl':
-      return ttlRange(snapshot.ttlMs);
+      return JSON.stringify(
+        [snapshot.ttlMs, ...snapshot.holders.map((holder) => holder.leaseMs)].map(ttlRange),
+      );
     case 'waiting':
       return snapshot.waiting;
     case 'token':
       return snapshot.fencingToken;
+    case 'mode':
+      return snapshot.mode;
+    case 'permits':
+      return JSON.stringify(snapshot.permits);
+    case 'count':
+      return snapshot.count;
   }
 }
 
@@ -47,10 +57,11 @@ function pause(ms: number, signal: AbortSignal, wakeUp: { wake: (() => void) | u
 }
 
 /**
- * `latchkey watch <name>`: reads the lock every `intervalMs` — and at once when its unlock
- * channel announces a release — and prints a line (or a JSON object) whenever its kind, holders
- * or hold counts, TTL range, queue length or fencing token changed. The first line is the state
- * it found. Stops on Ctrl-C, after `count` lines or after `durationMs`, with exit code 0.
+ * `latchkey watch <name>`: reads the key every `intervalMs` — and at once when one of the kinds'
+ * channels announces a release — and prints a line (or a JSON object) whenever its kind, holders
+ * or hold counts, TTL range, queue length, fencing token, mode, permits or count changed. The
+ * first line is the state it found. A counter that could be several kinds is read as the kind
+ * seen before (or `kind`). Stops on Ctrl-C, after `count` lines or after `durationMs`, exit 0.
  * @internal
  */
 export async function watch(
@@ -59,6 +70,7 @@ export async function watch(
   intervalMs: number,
   count: number | undefined,
   durationMs: number | undefined,
+  kind?: LockKind,
 ): Promise<ExitCode> {
   const { io, redis, options, labels } = context;
   const key = lockKey(options.prefix, name);
@@ -68,16 +80,28 @@ export async function watch(
   const deadline = durationMs === undefined ? undefined : setTimeout(onInterrupt, durationMs);
   const wakeUp: { wake: (() => void) | undefined; pending: boolean } = { wake: undefined, pending: false };
   try {
-    // Both kinds' unlock channels: a key may change kind while watched.
-    await redis.subscribe([unlockChannel(key), simpleUnlockChannel(key)], () => {
-      wakeUp.pending = true;
-      wakeUp.wake?.();
-    });
+    // Every kind's channel: a key may change kind while watched. A fair lock tells only its next
+    // waiter, on a channel of its own: the interval sees its changes. The probe does not count
+    // this subscriber among the semaphore's or latch's listeners.
+    const { semaphore, latch } = probedChannels(key);
+    const ownChannels = new Set([semaphore, latch]);
+    await redis.subscribe(
+      [unlockChannel(key), simpleUnlockChannel(key), readWriteChannel(key), semaphore, latch],
+      () => {
+        wakeUp.pending = true;
+        wakeUp.wake?.();
+      },
+    );
     let last: Snapshot | undefined;
     let printed = 0;
     do {
       wakeUp.pending = false;
-      const snapshot = await readSnapshot(redis, name, key, labels, false);
+      const seen = last !== undefined && isPresent(last) ? last.kind : kind;
+      const snapshot = await readSnapshot(redis, name, key, labels, {
+        details: false,
+        ownChannels,
+        ...(seen === undefined ? {} : { hint: seen }),
+      });
       const previous = last;
       const changed =
         previous === undefined ? [] : ASPECTS.filter((a) => aspect(snapshot, a) !== aspect(previous, a));
