@@ -10,7 +10,7 @@
  *
  * The example prints each fetch as it starts with the number in flight, and checks that no more
  * than 3 ever ran at once, that the crashed worker's permit came back within its lease, and that
- * all 3 permits are free at the end.
+ * all 3 permits are free at the end. Then it deletes the semaphore's counter, which has no expiry.
  *
  * Run it against a Redis of your own:
  *   REDIS_URL=redis://127.0.0.1:6379 npx tsx examples/rate-limited-crawler.ts
@@ -134,6 +134,11 @@ try {
   ensure(free === PERMITS, `${free} of ${PERMITS} permits free after the crawl`);
   console.log(`Crawled ${PAGES} pages within the limit; all ${PERMITS} permits are free again.`);
 } finally {
+  // Closing first: a close gives back permits still held, which writes the counter again.
   await Promise.all(clients.map((locks) => locks.close()));
+  // The counter of free permits never expires (it is the semaphore's state, shared with
+  // Redisson clients), so the example deletes it, and the sorted set of permit leases with it.
+  const counter = `${keyPrefix}crawl:${HOST}`;
+  await redis.del([counter, `{${counter}}:timeout`]);
   await Promise.all([redis.close(), ...connections.map((connection) => connection.close())]);
 }
