@@ -22,7 +22,6 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
-import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -109,10 +108,8 @@ interface RunningWorker {
 }
 
 function startWorker(name: string, keyPrefix: string, mode: Mode): RunningWorker {
-  const self = fileURLToPath(import.meta.url);
-  const child = spawn(process.execPath, ['--import', 'tsx', self], {
-    // The project root, where `--import tsx` resolves.
-    cwd: dirname(dirname(self)),
+  // This file again, run as it was run (`npx tsx`, `node --import tsx`, or Node's type stripping).
+  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url)], {
     env: {
       ...process.env,
       REDIS_URL: url,
