@@ -96,17 +96,24 @@ export class Reachability {
       outage.error = toError(error);
       if (key !== undefined) outage.key = key;
     }
-    if (outage.reported) return;
+    if (!outage.reported && this.#timer === undefined) this.#schedule(outage);
+  }
+
+  /**
+   * Reports `outage` once it has lasted the threshold: now, or from a timer then. A timer may
+   * fire a little early by the monotonic clock: it looks again rather than report early.
+   */
+  #schedule(outage: Outage): void {
     const dueIn = outage.since + this.#settings.thresholdMs - performance.now();
     if (dueIn <= 0) {
       this.#report(outage);
-    } else if (this.#timer === undefined) {
-      this.#timer = setTimeout(() => {
-        this.#timer = undefined;
-        if (this.#outage === outage) this.#report(outage);
-      }, dueIn);
-      this.#timer.unref();
+      return;
     }
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (this.#outage === outage && !this.#closed) this.#schedule(outage);
+    }, Math.ceil(dueIn));
+    this.#timer.unref();
   }
 
   /** Stops reporting: the client closed. */

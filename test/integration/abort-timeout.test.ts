@@ -7,6 +7,7 @@ import { getEventListeners } from 'node:events';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient, LockTimeoutError, type LockError, type ReleasedEvent } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
+import { KINDS, WRITE_LOCK } from '../support/kinds.js';
 import { clientAddr, commandsFrom } from '../support/monitor.js';
 import { sharedRedis, startRedis, type RedisInstance } from '../support/redis-server.js';
 import { commandsOf } from '../support/clients.js';
@@ -78,6 +79,39 @@ describe('acquire timeouts and aborts', () => {
       expect(outcome.value).toBeNull();
       expect(outcome.at - startedAt).toBeLessThan(100);
       expect(await admin.hKeys(key)).toEqual([holderField]);
+    });
+
+    describe.each(KINDS)('$name', (kind) => {
+      it('the LockTimeoutError says how long the call waited and that another owner holds it, with its lease left, and no owner token', async () => {
+        const prefix = uniquePrefix('abort-timeout');
+        const key = `${prefix}invoice:9`;
+        const holder = await res.lockClient({ keyPrefix: prefix });
+        // Readers share a read lock: a reader waits for a writer.
+        await (kind.exclusive ? kind : WRITE_LOCK).handle(holder, 'invoice:9').acquire({ leaseMs: 10_000 });
+        const locks = await res.lockClient({ keyPrefix: prefix });
+        const startedAt = performance.now();
+        const outcome = await settle(kind.handle(locks, 'invoice:9').acquire({ waitMs: 200 }));
+        const elapsedMs = outcome.at - startedAt;
+        expect(outcome.error).toBeInstanceOf(LockTimeoutError);
+        const message = (outcome.error as Error).message;
+        const parts =
+          /^Timed out after (\d+) ms waiting for lock "invoice:9": at the last try another owner held it, with (\d+) ms of its lease left$/.exec(
+            message,
+          );
+        expect(parts, message).not.toBeNull();
+        const [waitedMs, leftMs] = [Number(parts?.[1]), Number(parts?.[2])];
+        expect(waitedMs).toBeGreaterThanOrEqual(200);
+        expect(waitedMs).toBeLessThanOrEqual(Math.ceil(elapsedMs));
+        expect(leftMs).toBeGreaterThan(0);
+        expect(leftMs).toBeLessThanOrEqual(10_000);
+        // Whatever Redis keeps of the owners (hash fields, a token) is not in it.
+        const secrets =
+          (await admin.type(key)) === 'hash' ? await admin.hKeys(key) : [(await admin.get(key)) ?? ''];
+        for (const secret of secrets.filter((value) => value.length > 8)) {
+          expect(message).not.toContain(secret);
+          expect(message).not.toContain(secret.split(':')[0]);
+        }
+      });
     });
   });
 

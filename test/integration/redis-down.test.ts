@@ -1,7 +1,10 @@
 /**
- * What a user sees while Redis is down: errors that name the cause in round numbers, calls that
- * end by their bounds, and a LockClient that says nothing more once close() has resolved.
+ * What a user sees while Redis is down: errors that name the cause in round numbers and say how
+ * long the call waited, calls that end by their bounds (on a client that never reached Redis too),
+ * and a LockClient that says nothing more once close() has resolved.
  */
+import { createServer } from 'node:net';
+import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient, LockError } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
@@ -67,4 +70,65 @@ describe('while Redis is down', () => {
     await sleep(COMMAND_TIMEOUT_MS * 3);
     expect(emitted.slice(atClose)).toEqual([]);
   });
+});
+
+/** A loopback port nothing listens on: connections to it are refused. */
+async function refusingPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+describe('on a client that never reached Redis', () => {
+  const WAIT_MS = 300;
+  const TIMEOUT_MS = 700;
+  /** Scheduling delay on a busy machine: the bound is waitMs + commandTimeoutMs, plus this. */
+  const LATE_MS = 400;
+  let redis: ReturnType<typeof createClient>;
+  let locks: LockClient;
+
+  beforeAll(async () => {
+    // Created and told to connect, its server refusing: node-redis keeps reconnecting.
+    redis = createClient({ url: `redis://127.0.0.1:${await refusingPort()}` });
+    redis.on('error', () => undefined);
+    redis.connect().catch(() => undefined);
+    locks = new LockClient(redis, { keyPrefix: uniquePrefix('never-up'), commandTimeoutMs: TIMEOUT_MS });
+    locks.on('error', () => undefined);
+  });
+
+  afterAll(async () => {
+    await locks.close();
+    redis.destroy();
+  });
+
+  /** The time a rejection says it waited: `… after <n> ms: …`. */
+  function statedMs(error: unknown): number {
+    const stated = /after (\d+) ms: /.exec((error as Error).message)?.[1];
+    if (stated === undefined) throw new Error(`no time waited in: ${(error as Error).message}`);
+    return Number(stated);
+  }
+
+  it.each([
+    ['lock', (): Promise<unknown> => locks.lock('invoice:5').acquire({ waitMs: WAIT_MS })],
+    ['latch', (): Promise<unknown> => locks.countDownLatch('batch:5').await({ waitMs: WAIT_MS })],
+  ])(
+    'a %s wait with waitMs rejects by waitMs + commandTimeoutMs, saying how long it waited',
+    async (_, wait) => {
+      const startedAt = performance.now();
+      const outcome = await settle(wait());
+      const elapsedMs = outcome.at - startedAt;
+      expect(outcome.error).toBeInstanceOf(LockError);
+      expect((outcome.error as LockError).code).toBe('REDIS_ERROR');
+      expect(elapsedMs).toBeLessThan(WAIT_MS + TIMEOUT_MS + LATE_MS);
+      // The time it states is the call's own, not only its last try's.
+      const stated = statedMs(outcome.error);
+      expect(stated).toBeGreaterThanOrEqual(WAIT_MS);
+      expect(stated).toBeLessThanOrEqual(Math.ceil(elapsedMs));
+      expect(stated).toBeGreaterThan(elapsedMs - 50);
+      expect((outcome.error as Error).message).toMatch(/the connection to Redis is down/);
+    },
+  );
 });
