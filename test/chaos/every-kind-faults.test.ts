@@ -13,7 +13,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/index.js';
 import { luaScripts } from '../../src/scripts/generated.js';
-import { commandsOf } from '../support/clients.js';
+import { commandsOf, interceptCommands, type LockConnection } from '../support/clients.js';
 import { EVERY_KIND, residue, skips, titled, type Scene, type Waitable } from '../support/every-kind.js';
 import { uniquePrefix } from '../support/keys.js';
 import { clientAddr, commandsFrom } from '../support/monitor.js';
@@ -33,6 +33,11 @@ const CLEAN_WITHIN_MS = 3_000;
  * the re-check after its subscriber reconnected, can explain it.
  */
 const WOKEN_WITHIN_MS = 1_500;
+/**
+ * How soon a waiter whose subscriber connection was killed must have the resource once it frees:
+ * its re-check on reconnect, or the message once it resubscribed.
+ */
+const KILLED_WOKEN_WITHIN_MS = 1_000;
 /** The waiters' subscription linger, so a test sees a subscription dropped. */
 const LINGER_MS = 50;
 
@@ -65,18 +70,26 @@ describe('every kind under server-wide faults', () => {
       /** The waiter's (or caller's) client, on a connection of its own. */
       readonly waiter: LockClient;
       /** Its connection, to ask for its CLIENT ID and address. */
-      readonly connection: Awaited<ReturnType<typeof res.connectLocks>>;
+      readonly connection: LockConnection;
+      /** How many script calls (EVALSHA or EVAL) the waiter's client has handed to its connection. */
+      readonly scriptCalls: () => number;
     }
 
-    async function stage(label: string): Promise<Stage> {
+    async function stage(label: string, subscriptionLingerMs = LINGER_MS): Promise<Stage> {
       const keyPrefix = uniquePrefix(`every-faults-${waitable.name}-${label}`);
       const name = 'exports:nightly';
       const connection = await res.connectLocks();
+      let scriptCalls = 0;
+      const observed = interceptCommands(connection, (args) => {
+        if (args[0] === 'EVALSHA' || args[0] === 'EVAL') scriptCalls += 1;
+        return undefined;
+      });
       return {
         holder: await res.lockClient({ keyPrefix }),
         other: await res.lockClient({ keyPrefix }),
-        waiter: res.track(new LockClient(connection, { keyPrefix, subscriptionLingerMs: LINGER_MS })),
+        waiter: res.track(new LockClient(observed, { keyPrefix, subscriptionLingerMs })),
         connection,
+        scriptCalls: () => scriptCalls,
         admin,
         name,
         key: keyPrefix + name,
@@ -84,14 +97,19 @@ describe('every kind under server-wide faults', () => {
     }
 
     /**
-     * A wait and a give-back on another name, so the waiter's client has checked the server and
-     * has the scripts: the call held up in a test is the kind's own script call.
+     * A wait on another name, parked until that resource is freed, so the waiter's client has
+     * checked the server, has the scripts, and listens for whatever its kind hands over (a lock's
+     * later attempts then carry a wait-queue entry): the call held up in a test is the kind's own.
      */
     async function warmUp(scene: Stage): Promise<void> {
       const warm = { ...scene, name: `${scene.name}:warm-up`, key: `${scene.key}:warm-up` };
-      await waitable.available(warm);
-      const got = await waitable.wait(scene.waiter, warm.name, { waitMs: 5_000 });
-      await got.give();
+      const blocked = await waitable.frees[0].block(warm);
+      const before = await subscribers(warm);
+      const waiting = waitable.wait(scene.waiter, warm.name, { waitMs: 10_000 });
+      waiting.catch(() => undefined);
+      await parked(warm, before);
+      await blocked.free();
+      await (await within(waiting, 10_000, 'the warm-up wait')).give();
     }
 
     const subscribers = (scene: Scene): Promise<number> => res.numsub(waitable.channel(scene.key));
@@ -112,10 +130,12 @@ describe('every kind under server-wide faults', () => {
         const controller = new AbortController();
         const reason = { why: 'the export was cancelled' };
 
+        const callsBefore = scene.scriptCalls();
         await server.pause();
         const waiting = settle(waitable.wait(scene.waiter, scene.name, { signal: controller.signal }));
-        // Its attempt is written to the socket of a server that does not answer.
-        await sleep(100);
+        // Its attempt goes to a server that does not answer.
+        await waitUntil('the attempt is sent', () => scene.scriptCalls() > callsBefore, 2_000);
+        await sleep(50);
         const abortedAt = performance.now();
         controller.abort(reason);
         const settled: Settled<unknown> | undefined = await Promise.race([
@@ -142,6 +162,9 @@ describe('every kind under server-wide faults', () => {
           CLEAN_WITHIN_MS,
         ).catch(() => undefined);
         expect(now).toEqual(before);
+        // Nor does a watchdog bring anything back.
+        await sleep(200);
+        expect(await residue(admin, scene.key)).toEqual(before);
         await waitUntil(
           "the aborted caller's subscription is dropped",
           async () => (await subscribers(scene)) <= subscribersBefore,
@@ -273,7 +296,8 @@ describe('every kind under server-wide faults', () => {
         label: string,
         freeWhen: 'at once' | 'after resubscribing',
       ): Promise<void> {
-        const scene = await stage(label);
+        // The default linger: the subscription, once restored, stays for later waiters.
+        const scene = await stage(label, 5_000);
         const blocked = await waitable.frees[0].block(scene);
         const before = await subscribers(scene);
         let gotAt: number | undefined;
@@ -299,8 +323,12 @@ describe('every kind under server-wide faults', () => {
         const freedAt = performance.now();
         await blocked.free();
         const got = await within(waiting, 10_000, 'the waiter after its subscriber was killed');
-        expect((gotAt ?? Number.POSITIVE_INFINITY) - freedAt).toBeLessThan(WOKEN_WITHIN_MS);
+        expect((gotAt ?? Number.POSITIVE_INFINITY) - freedAt).toBeLessThan(KILLED_WOKEN_WITHIN_MS);
         await got.give();
+        if (waitable.kind !== undefined)
+          expect((await waitable.kind.inspect(admin, scene.key)).owners).toBe(0);
+        // The subscription is restored for later waiters too.
+        await waitUntil('the subscription is restored', async () => (await subscribers(scene)) >= 1, 5_000);
       }
 
       it.skipIf(skips(waitable, 'connectionKill'))(
