@@ -156,6 +156,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         : checkDuration('watchdogTimeoutMs', given.watchdogTimeoutMs, 30);
     this.#engine = new Engine(client, this, {
       keyPrefix: this.#keyPrefix,
+      reportUnreachable: true,
       watchdogTimeoutMs,
       syncReplicas:
         given.syncReplicas === undefined

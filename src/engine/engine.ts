@@ -55,6 +55,11 @@ export interface EngineSettings {
   /** Prepended to every name to form its key: events name the lock of a key by it. */
   readonly keyPrefix?: string;
 }
+  /**
+   * Report Redis going unanswered (`redisUnreachable`, `redisReachable`, a process warning): a
+   * LockClient's engine does; a Redlock master's leaves its health to the quorum.
+   */
+  readonly reportUnreachable?: boolean;
 
 /**
  * What every kind of lock shares, knowing no kind by name: the wait loop, holds and leases, the
@@ -91,6 +96,7 @@ export class Engine {
           key.startsWith(keyPrefix) && !isCompanionKey(key) ? key.slice(keyPrefix.length) : undefined,
       },
       this.#events,
+        report: settings.reportUnreachable === true,
     );
     this.#calls = new Calls(
       runner,

@@ -7,6 +7,8 @@ import { toError, type Events } from './events.js';
 export interface ReachabilitySettings {
   /** How long Redis may go unanswered before it is reported: the command timeout, in ms. */
   readonly thresholdMs: number;
+  /** Whether to emit the events and the warning at all (off: only {@link Reachability.watching}). */
+  readonly report: boolean;
   /** The name of the lock (semaphore, latch) whose own key `key` is; undefined for any other key. */
   readonly nameOf: (key: string) => string | undefined;
 }
@@ -71,7 +73,7 @@ export class Reachability {
     this.#answeredAt = now;
     this.#outage = undefined;
     this.#clearTimer();
-    if (outage.reported && !this.#closed) {
+    if (outage.reported && !this.#closed && this.#settings.report) {
       this.#events.emit('redisReachable', { downForMs: Math.round(now - outage.since) });
     }
   };
@@ -132,6 +134,7 @@ export class Reachability {
     if (this.#closed || outage.reported) return;
     outage.reported = true;
     this.#clearTimer();
+    if (!this.#settings.report) return;
     const downForMs = Math.round(performance.now() - outage.since);
     const { key, error } = outage;
     const name = key === undefined ? undefined : this.#settings.nameOf(key);
