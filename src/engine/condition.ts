@@ -1,6 +1,7 @@
 import { LockError } from '../errors.js';
 import { isTransient } from '../scripts/runner.js';
 import { redisError } from './calls.js';
+import type { ConditionTelemetry } from './condition-telemetry.js';
 import type { Notifications, Waiter } from './notifications.js';
 import { abortable, within } from './timing.js';
 
@@ -49,6 +50,11 @@ export type ConditionTry<T> =
 export interface Condition<T> {
   /** What is waited for, for messages: `semaphore "crawler"`. */
   readonly what: string;
+  /**
+   * The kind, as telemetry names it (`latchkey.lock.kind`): `semaphore`, `count-down-latch`. Its
+   * waiters are counted in `latchkey.waiters`; without it (Redlock's pause between rounds), not.
+   */
+  readonly kind?: string;
   /** The channel a change is announced on. */
   readonly channel: string;
   /** How many local waiters a message wakes (default: the first). */
@@ -66,6 +72,8 @@ export interface Condition<T> {
 /** @internal */
 export interface ConditionHost {
   readonly notifications: Notifications;
+  /** Counts the local waiters. */
+  readonly telemetry: ConditionTelemetry;
   assertOpen(): void;
 }
 
@@ -138,6 +146,7 @@ export async function waitFor<T>(
     signal?.throwIfAborted();
     const joined = notifications.join(condition.channel, false, condition.wakes);
     waiter = joined.waiter;
+    if (condition.kind !== undefined) host.telemetry.waiting(condition.kind, 1);
     if (joined.fresh) {
       // A change before SUBSCRIBE was confirmed went unheard: try again once it is.
       await waiter.untilReady(deadline - performance.now(), signal);
@@ -171,7 +180,10 @@ export async function waitFor<T>(
     if (signal?.aborted === true && error === signal.reason) throw error;
     throw redisError(error, `waiting for ${condition.what}`);
   } finally {
-    waiter?.leave(met);
+    if (waiter !== undefined) {
+      waiter.leave(met);
+      if (condition.kind !== undefined) host.telemetry.waiting(condition.kind, -1);
+    }
     if (abandoned !== undefined) await within(abandoned, ABORT_CLEANUP_GRACE_MS);
   }
 }

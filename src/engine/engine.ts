@@ -10,6 +10,7 @@ import { CommandTimeoutError, ScriptRunner } from '../scripts/runner.js';
 import { Acquirer } from './acquire.js';
 import { Calls, redisError, type Synced } from './calls.js';
 import { waitFor, type Condition } from './condition.js';
+import type { ConditionTelemetry } from './condition-telemetry.js';
 import { OperationChains } from './chains.js';
 import { Events } from './events.js';
 import { Holds } from './holds.js';
@@ -78,6 +79,8 @@ export class Engine {
   readonly #acquirer: Acquirer;
   readonly #server: ServerCheck;
   readonly #reach: Reachability;
+  /** What a semaphore's and a latch's calls report to OpenTelemetry. */
+  readonly conditionTelemetry: ConditionTelemetry;
   #closed = false;
   #closing: Promise<void> | undefined;
 
@@ -85,6 +88,7 @@ export class Engine {
     this.#redis = redis;
     this.#events = new Events(emitter);
     const telemetry = settings.telemetry ? createTelemetry(openTelemetry()) : NO_TELEMETRY;
+    this.conditionTelemetry = telemetry.conditions;
     const isClosed = (): boolean => this.#closed;
     const assertOpen = (): void => this.assertOpen();
     const runner = new ScriptRunner(redis, settings.commandTimeoutMs);
@@ -259,7 +263,11 @@ export class Engine {
    * bound.
    */
   waitFor<T>(condition: Condition<T>, waitMs: number, signal: AbortSignal | undefined): Promise<T | null> {
-    const host = { notifications: this.#notifications, assertOpen: () => this.assertOpen() };
+    const host = {
+      notifications: this.#notifications,
+      assertOpen: () => this.assertOpen(),
+      telemetry: this.conditionTelemetry,
+    };
     const startedAt = performance.now();
     const waited = this.#server.passed
       ? waitFor(host, condition, waitMs, signal, startedAt)

@@ -1,31 +1,29 @@
 import { createRequire } from 'node:module';
 import type * as OpenTelemetry from '@opentelemetry/api';
-import { LockNotOwnedError, LockTimeoutError, type LockLostReason } from '../errors.js';
+import { LockNotOwnedError, type LockLostReason } from '../errors.js';
+import { ConditionReporter, NO_CONDITION_TELEMETRY, type ConditionTelemetry } from './condition-telemetry.js';
 import type { Hold } from './hold.js';
 import type { Lease } from './lease.js';
+import {
+  ACQUIRE_OUTCOME,
+  AcquireMetrics,
+  AttributeCache,
+  KIND,
+  markFailed,
+  NAME,
+  rejectedOutcome,
+  WAITED_MS,
+  type AcquireOutcomeName,
+  type OpenTelemetryApi,
+} from './telemetry-parts.js';
 import type { Protocol, Target } from './types.js';
+
+export type { AcquireOutcomeName, OpenTelemetryApi } from './telemetry-parts.js';
 
 /** The name of latchkey's tracer and meter. */
 export const INSTRUMENTATION_NAME = 'latchkey';
 /** latchkey's version, as its tracer and meter report it; a unit test keeps it equal to package.json's. */
 export const LIBRARY_VERSION = '0.1.0';
-
-/** The parts of `@opentelemetry/api` latchkey uses. @internal */
-export type OpenTelemetryApi = Pick<typeof OpenTelemetry, 'trace' | 'metrics' | 'SpanStatusCode'> &
-  Partial<Pick<typeof OpenTelemetry, 'createNoopMeter'>>;
-
-/** How an acquire call ended, as its span and the wait histogram say it. @internal */
-export type AcquireOutcomeName =
-  /** The lock was taken (a first acquisition or a re-entry). */
-  | 'acquired'
-  /** One try (`waitMs` 0) found the lock held. */
-  | 'busy'
-  /** `waitMs` ran out while another owner held the lock. */
-  | 'timeout'
-  /** The caller's signal aborted. */
-  | 'aborted'
-  /** Anything else: a Redis failure, a lost hold, a closed client. */
-  | 'error';
 
 /** How a release call ended, as its span says it. @internal */
 export type ReleaseOutcomeName = 'released' | 'partial' | 'not-owner' | 'error';
@@ -63,6 +61,8 @@ export interface Telemetry {
   lost(hold: Hold, reason: LockLostReason): void;
   /** A renewal call for `count` holds of one kind failed (it is retried). */
   renewalFailed(protocol: Protocol, count: number): void;
+  /** What the calls on a semaphore or a latch report (they take no hold). */
+  readonly conditions: ConditionTelemetry;
 }
 
 /** Telemetry that reports nothing. @internal */
@@ -79,6 +79,7 @@ export const NO_TELEMETRY: Telemetry = Object.freeze({
   ended: () => undefined,
   lost: () => undefined,
   renewalFailed: () => undefined,
+  conditions: NO_CONDITION_TELEMETRY,
 });
 
 /** Loads a package by name, as `require` does; throws when it cannot. @internal */
@@ -135,20 +136,10 @@ export function createTelemetry(api: OpenTelemetryApi | undefined): Telemetry {
   return api === undefined ? NO_TELEMETRY : new OpenTelemetryReporter(api);
 }
 
-/** Attribute names, in OpenTelemetry's dotted style under latchkey's namespace. */
-const NAME = 'latchkey.lock.name';
-const KIND = 'latchkey.lock.kind';
+/** Attribute names of holds, in OpenTelemetry's dotted style under latchkey's namespace. */
 const HOLD_COUNT = 'latchkey.lock.hold_count';
-const ACQUIRE_OUTCOME = 'latchkey.acquire.outcome';
-const WAITED_MS = 'latchkey.acquire.waited_ms';
 const RELEASE_OUTCOME = 'latchkey.release.outcome';
 const LOST_REASON = 'latchkey.lease.lost_reason';
-
-/**
- * Metric attributes name the kind, never the lock: lock names often carry ids (`invoice:42`),
- * and one series per id would grow without bound. Spans carry the name.
- */
-type KindAttributes = Readonly<Record<string, string>>;
 
 /**
  * Tells whether the API has a TracerProvider registered. The API's global provider is a proxy
@@ -176,15 +167,12 @@ class OpenTelemetryReporter implements Telemetry {
   #tracing: () => boolean;
   /** Whether the meter taken when the client was made is a real one, not the API's no-op meter. */
   readonly #metering: boolean;
-  readonly #acquireWait: OpenTelemetry.Histogram;
+  readonly #acquires: AcquireMetrics;
   readonly #holdDuration: OpenTelemetry.Histogram;
-  readonly #acquisitions: OpenTelemetry.Counter;
-  readonly #timeouts: OpenTelemetry.Counter;
   readonly #leasesLost: OpenTelemetry.Counter;
   readonly #renewalsFailed: OpenTelemetry.Counter;
-  readonly #waiters: OpenTelemetry.UpDownCounter;
-  /** Metric attributes, made once per kind and per (kind, outcome or reason). */
-  readonly #attributes = new Map<string, KindAttributes>();
+  readonly #attributes = new AttributeCache();
+  readonly conditions: ConditionTelemetry;
 
   constructor(api: OpenTelemetryApi) {
     this.#api = api;
@@ -192,22 +180,11 @@ class OpenTelemetryReporter implements Telemetry {
     this.#tracing = tracingProbe(api);
     const meter = api.metrics.getMeter(INSTRUMENTATION_NAME, LIBRARY_VERSION);
     this.#metering = api.createNoopMeter === undefined || meter !== api.createNoopMeter();
-    this.#acquireWait = meter.createHistogram('latchkey.acquire.wait', {
-      description: 'Time from an acquire call to its outcome (latchkey.acquire.outcome).',
-      unit: 'ms',
-    });
+    this.#acquires = new AcquireMetrics(meter, this.#attributes);
     this.#holdDuration = meter.createHistogram('latchkey.hold.duration', {
       description:
         'Time a lock was held: from its first acquisition to the release that freed it, or its loss.',
       unit: 'ms',
-    });
-    this.#acquisitions = meter.createCounter('latchkey.acquisitions', {
-      description: 'Acquisitions, re-entries included.',
-      unit: '{acquisition}',
-    });
-    this.#timeouts = meter.createCounter('latchkey.acquire.timeouts', {
-      description: 'Acquire calls whose waitMs ran out while another owner held the lock.',
-      unit: '{timeout}',
     });
     this.#leasesLost = meter.createCounter('latchkey.leases.lost', {
       description: 'Holds declared lost, by reason (latchkey.lease.lost_reason).',
@@ -217,9 +194,13 @@ class OpenTelemetryReporter implements Telemetry {
       description: 'Held locks whose renewal call failed (the watchdog retries it).',
       unit: '{lock}',
     });
-    this.#waiters = meter.createUpDownCounter('latchkey.waiters', {
-      description: 'Acquire calls of this process waiting for a lock held by another owner.',
-      unit: '{waiter}',
+    this.conditions = new ConditionReporter({
+      api,
+      tracer: this.#tracer,
+      meter,
+      acquires: this.#acquires,
+      attributes: this.#attributes,
+      enabled: () => this.enabled,
     });
   }
 
@@ -249,22 +230,15 @@ class OpenTelemetryReporter implements Telemetry {
       }
       return lease;
     } catch (error) {
-      if (signal?.aborted === true && error === signal.reason) {
-        outcome = 'aborted';
-      } else if (error instanceof LockTimeoutError) {
-        // acquire() rejects where tryAcquire() resolves null: the same outcome.
-        outcome = waitMs === 0 ? 'busy' : 'timeout';
-      } else {
-        this.#failed(span, error);
-      }
+      const rejected = rejectedOutcome(error, signal, waitMs);
+      if (rejected === undefined) markFailed(this.#api, span, error);
+      outcome = rejected ?? 'error';
       throw error;
     } finally {
       const waitedMs = performance.now() - startedAt;
       span.setAttributes({ [ACQUIRE_OUTCOME]: outcome, [WAITED_MS]: waitedMs });
       span.end();
-      this.#acquireWait.record(waitedMs, this.#with(kind, ACQUIRE_OUTCOME, outcome));
-      if (outcome === 'acquired') this.#acquisitions.add(1, this.#of(kind));
-      else if (outcome === 'timeout') this.#timeouts.add(1, this.#of(kind));
+      this.#acquires.ended(kind, outcome, waitedMs);
     }
   }
 
@@ -279,7 +253,7 @@ class OpenTelemetryReporter implements Telemetry {
       span.setAttribute(HOLD_COUNT, hold.count);
     } catch (error) {
       if (error instanceof LockNotOwnedError) outcome = 'not-owner';
-      this.#failed(span, error);
+      markFailed(this.#api, span, error);
       throw error;
     } finally {
       span.setAttribute(RELEASE_OUTCOME, outcome);
@@ -288,7 +262,7 @@ class OpenTelemetryReporter implements Telemetry {
   }
 
   waiting(target: Target, delta: 1 | -1): void {
-    this.#waiters.add(delta, this.#of(target.protocol.kind));
+    this.#acquires.waiting(target.protocol.kind, delta);
   }
 
   ended(hold: Hold): void {
@@ -296,40 +270,14 @@ class OpenTelemetryReporter implements Telemetry {
     const since = hold.acquiredAt;
     if (since === 0) return;
     hold.acquiredAt = 0;
-    this.#holdDuration.record(performance.now() - since, this.#of(hold.target.protocol.kind));
+    this.#holdDuration.record(performance.now() - since, this.#attributes.of(hold.target.protocol.kind));
   }
 
   lost(hold: Hold, reason: LockLostReason): void {
-    this.#leasesLost.add(1, this.#with(hold.target.protocol.kind, LOST_REASON, reason));
+    this.#leasesLost.add(1, this.#attributes.with(hold.target.protocol.kind, LOST_REASON, reason));
   }
 
   renewalFailed(protocol: Protocol, count: number): void {
-    this.#renewalsFailed.add(count, this.#of(protocol.kind));
-  }
-
-  /** Marks `span` failed. Error messages name locks, never owners, so they may be shown. */
-  #failed(span: OpenTelemetry.Span, error: unknown): void {
-    const shown = error instanceof Error ? error : new Error(String(error));
-    span.recordException(shown);
-    span.setStatus({ code: this.#api.SpanStatusCode.ERROR, message: shown.message });
-  }
-
-  #of(kind: string): KindAttributes {
-    let attributes = this.#attributes.get(kind);
-    if (attributes === undefined) {
-      attributes = { [KIND]: kind };
-      this.#attributes.set(kind, attributes);
-    }
-    return attributes;
-  }
-
-  #with(kind: string, name: string, value: string): KindAttributes {
-    const id = `${kind}\n${name}\n${value}`;
-    let attributes = this.#attributes.get(id);
-    if (attributes === undefined) {
-      attributes = { [KIND]: kind, [name]: value };
-      this.#attributes.set(id, attributes);
-    }
-    return attributes;
+    this.#renewalsFailed.add(count, this.#attributes.of(protocol.kind));
   }
 }

@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { RESP_TYPES } from 'redis';
 import type { LockLostError } from '../../src/index.js';
 import {
+  LockError,
   LockNotOwnedError,
   LockTimeoutError,
   type LockClient,
@@ -328,11 +329,267 @@ describe('OpenTelemetry spans and metrics', () => {
     });
   });
 
+  describe('semaphore', () => {
+    const kindAttribute = { 'latchkey.lock.kind': 'semaphore' };
+
+    it('reports acquire and release spans with the permits, the acquisitions and their wait', async () => {
+      const locks = await lockClient();
+      const exports = locks.semaphore('exports', { permits: 3 });
+
+      await exports.acquire(2);
+      await exports.release(2);
+      expect(await exports.tryAcquire()).toBe(true);
+      await exports.withPermits(async () => {});
+      await exports.release();
+
+      const acquires = telemetry.spans('latchkey.acquire');
+      expect(acquires.map((span) => span.attributes)).toEqual(
+        [2, 1, 1].map((permits) => ({
+          'latchkey.lock.name': 'exports',
+          'latchkey.lock.kind': 'semaphore',
+          'latchkey.semaphore.permits': permits,
+          'latchkey.acquire.outcome': 'acquired',
+          'latchkey.acquire.waited_ms': expect.any(Number) as number,
+        })),
+      );
+      expect(acquires[0]?.instrumentationScope).toMatchObject({ name: 'latchkey', version: packageVersion });
+      expect(acquires.map((span) => span.status.code)).toEqual([
+        SpanStatusCode.UNSET,
+        SpanStatusCode.UNSET,
+        SpanStatusCode.UNSET,
+      ]);
+      // withPermits gives its permit back with a release of its own.
+      expect(telemetry.spans('latchkey.release').map((span) => span.attributes)).toEqual(
+        [2, 1, 1].map((permits) => ({
+          'latchkey.lock.name': 'exports',
+          'latchkey.lock.kind': 'semaphore',
+          'latchkey.semaphore.permits': permits,
+          'latchkey.release.outcome': 'released',
+        })),
+      );
+
+      expect(await telemetry.value('latchkey.acquisitions', kindAttribute)).toBe(3);
+      expect(
+        await telemetry.value('latchkey.acquire.wait', {
+          ...kindAttribute,
+          'latchkey.acquire.outcome': 'acquired',
+        }),
+      ).toBe(3);
+      expect(await telemetry.value('latchkey.acquire.timeouts', kindAttribute)).toBe(0);
+      expect(await telemetry.value('latchkey.waiters', kindAttribute)).toBe(0);
+      // Permits have no owner: nothing is held from one call to the next, so no hold time.
+      expect(await telemetry.value('latchkey.hold.duration', kindAttribute)).toBe(0);
+    });
+
+    it('counts a timeout, busy tries, an abort and the waiters while they wait', async () => {
+      const holder = await lockClient();
+      await holder.semaphore('pdf-renderers', { permits: 1 }).acquire();
+      await telemetry.reset();
+      const locks = await lockClient();
+      const renderers = locks.semaphore('pdf-renderers', { permits: 1 });
+
+      await expect(renderers.acquire({ waitMs: 150 })).rejects.toBeInstanceOf(LockTimeoutError);
+      expect(await renderers.tryAcquire()).toBe(false);
+      await expect(renderers.acquire({ waitMs: 0 })).rejects.toBeInstanceOf(LockTimeoutError);
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(new Error('render cancelled')), 50);
+      await expect(renderers.acquire({ signal: controller.signal })).rejects.toThrow('render cancelled');
+
+      const spans = telemetry.spans('latchkey.acquire');
+      expect(spans.map((span) => span.attributes['latchkey.acquire.outcome'])).toEqual([
+        'timeout',
+        'busy',
+        'busy',
+        'aborted',
+      ]);
+      expect(spans[0]?.attributes['latchkey.acquire.waited_ms']).toBeGreaterThanOrEqual(140);
+      expect(spans.map((span) => span.status.code)).toEqual([
+        SpanStatusCode.UNSET,
+        SpanStatusCode.UNSET,
+        SpanStatusCode.UNSET,
+        SpanStatusCode.UNSET,
+      ]);
+      expect(await telemetry.value('latchkey.acquire.timeouts', kindAttribute)).toBe(1);
+      const timeouts = { ...kindAttribute, 'latchkey.acquire.outcome': 'timeout' };
+      expect(await telemetry.histogramSum('latchkey.acquire.wait', timeouts)).toBeGreaterThanOrEqual(140);
+      for (const [outcome, count] of [
+        ['busy', 2],
+        ['aborted', 1],
+      ] as const) {
+        expect(
+          await telemetry.value('latchkey.acquire.wait', {
+            ...kindAttribute,
+            'latchkey.acquire.outcome': outcome,
+          }),
+        ).toBe(count);
+      }
+      expect(await telemetry.value('latchkey.acquisitions', kindAttribute)).toBe(0);
+      expect(await telemetry.value('latchkey.waiters', kindAttribute)).toBe(0);
+
+      // Two waiters, counted while they wait; one permit given back lets one of them in.
+      const waiting = [renderers.acquire(), locks.semaphore('pdf-renderers').acquire()];
+      await waitUntil(
+        'both waiters are counted',
+        async () => (await telemetry.value('latchkey.waiters', kindAttribute)) === 2,
+      );
+      await holder.semaphore('pdf-renderers').release();
+      await Promise.race(waiting);
+      await waitUntil(
+        'one waiter is left',
+        async () => (await telemetry.value('latchkey.waiters', kindAttribute)) === 1,
+      );
+      await renderers.release();
+      await Promise.all(waiting);
+      expect(await telemetry.value('latchkey.waiters', kindAttribute)).toBe(0);
+      expect(await telemetry.value('latchkey.acquisitions', kindAttribute)).toBe(2);
+    });
+
+    it('marks an acquire and a release that Redis failed', async () => {
+      const locks = await lockClient({ commandTimeoutMs: 100 });
+      const uploads = locks.semaphore('uploads', { permits: 1 });
+      await uploads.tryAcquire();
+      await telemetry.reset();
+      const frozen = await lockClient({ commandTimeoutMs: 100 });
+      const stalled = frozen.semaphore('uploads', { permits: 1 });
+      await stalled.availablePermits();
+
+      await server.pause();
+      try {
+        await expect(stalled.tryAcquire()).rejects.toBeInstanceOf(LockError);
+        await expect(stalled.release()).rejects.toBeInstanceOf(LockError);
+      } finally {
+        await server.resume();
+      }
+
+      for (const name of ['latchkey.acquire', 'latchkey.release']) {
+        const [span, ...more] = telemetry.spans(name);
+        expect(more).toEqual([]);
+        expect(span?.status.code).toBe(SpanStatusCode.ERROR);
+        expect(span?.events.map((event) => event.name)).toEqual(['exception']);
+      }
+      expect(telemetry.spans('latchkey.acquire')[0]?.attributes['latchkey.acquire.outcome']).toBe('error');
+      expect(telemetry.spans('latchkey.release')[0]?.attributes['latchkey.release.outcome']).toBe('error');
+      expect(
+        await telemetry.value('latchkey.acquire.wait', {
+          ...kindAttribute,
+          'latchkey.acquire.outcome': 'error',
+        }),
+      ).toBe(1);
+    });
+  });
+
+  describe('count-down latch', () => {
+    const kindAttribute = { 'latchkey.lock.kind': 'count-down-latch' };
+
+    it('reports awaits with their outcome and wait, count-downs with the count left, and the waiters', async () => {
+      const locks = await lockClient();
+      const warmup = locks.countDownLatch('cache-warmup');
+      await warmup.trySetCount(2);
+
+      expect(await warmup.await({ waitMs: 0 })).toBe(false);
+      expect(await warmup.await({ waitMs: 120 })).toBe(false);
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(new Error('shutting down')), 50);
+      await expect(warmup.await({ signal: controller.signal })).rejects.toThrow('shutting down');
+      const waiting = locks.countDownLatch('cache-warmup').await();
+      await waitUntil(
+        'the waiter is counted',
+        async () => (await telemetry.value('latchkey.waiters', kindAttribute)) === 1,
+      );
+      expect(await warmup.countDown()).toBe(1);
+      expect(await warmup.countDown()).toBe(0);
+      expect(await waiting).toBe(true);
+
+      const awaits = telemetry.spans('latchkey.await');
+      expect(awaits.map((span) => span.attributes['latchkey.await.outcome'])).toEqual([
+        'closed',
+        'timeout',
+        'aborted',
+        'opened',
+      ]);
+      expect(awaits[0]?.attributes).toEqual({
+        'latchkey.lock.name': 'cache-warmup',
+        'latchkey.lock.kind': 'count-down-latch',
+        'latchkey.await.outcome': 'closed',
+        'latchkey.await.waited_ms': expect.any(Number) as number,
+      });
+      expect(awaits[1]?.attributes['latchkey.await.waited_ms']).toBeGreaterThanOrEqual(110);
+      expect(awaits.map((span) => span.status.code)).toEqual([
+        SpanStatusCode.UNSET,
+        SpanStatusCode.UNSET,
+        SpanStatusCode.UNSET,
+        SpanStatusCode.UNSET,
+      ]);
+      expect(telemetry.spans('latchkey.count_down').map((span) => span.attributes)).toEqual(
+        [1, 0].map((count) => ({
+          'latchkey.lock.name': 'cache-warmup',
+          'latchkey.lock.kind': 'count-down-latch',
+          'latchkey.latch.count': count,
+        })),
+      );
+
+      for (const outcome of ['closed', 'timeout', 'aborted', 'opened']) {
+        expect(
+          await telemetry.value('latchkey.await.wait', {
+            ...kindAttribute,
+            'latchkey.await.outcome': outcome,
+          }),
+        ).toBe(1);
+      }
+      expect(
+        await telemetry.histogramSum('latchkey.await.wait', {
+          ...kindAttribute,
+          'latchkey.await.outcome': 'timeout',
+        }),
+      ).toBeGreaterThanOrEqual(110);
+      expect(await telemetry.value('latchkey.waiters', kindAttribute)).toBe(0);
+      // A latch takes nothing: no acquisition is counted.
+      expect(await telemetry.value('latchkey.acquisitions', kindAttribute)).toBe(0);
+    });
+
+    it('marks an await and a count-down that Redis failed', async () => {
+      const locks = await lockClient({ commandTimeoutMs: 100 });
+      const latch = locks.countDownLatch('nightly-import');
+      await latch.trySetCount(1);
+      await telemetry.reset();
+      const frozen = await lockClient({ commandTimeoutMs: 100 });
+      const stalled = frozen.countDownLatch('nightly-import');
+      await stalled.count();
+
+      await server.pause();
+      try {
+        await expect(stalled.await({ waitMs: 0 })).rejects.toBeInstanceOf(LockError);
+        await expect(stalled.countDown()).rejects.toBeInstanceOf(LockError);
+      } finally {
+        await server.resume();
+      }
+
+      for (const name of ['latchkey.await', 'latchkey.count_down']) {
+        const [span, ...more] = telemetry.spans(name);
+        expect(more).toEqual([]);
+        expect(span?.status.code).toBe(SpanStatusCode.ERROR);
+        expect(span?.events.map((event) => event.name)).toEqual(['exception']);
+      }
+      expect(telemetry.spans('latchkey.await')[0]?.attributes['latchkey.await.outcome']).toBe('error');
+      expect(
+        await telemetry.value('latchkey.await.wait', { ...kindAttribute, 'latchkey.await.outcome': 'error' }),
+      ).toBe(1);
+    });
+  });
+
   it('reports nothing for a client created with telemetry: false', async () => {
     const locks = await lockClient({ telemetry: false });
     const lock = locks.lock('invoice:43');
     await lock.withLock(async () => {});
     await lock.acquire({ leaseMs: 50 });
+    const semaphore = locks.semaphore('exports', { permits: 1 });
+    await semaphore.withPermits(async () => {});
+    expect(await semaphore.tryAcquire({ waitMs: 30 })).toBe(true);
+    expect(await semaphore.tryAcquire({ waitMs: 30 })).toBe(false);
+    const latch = locks.countDownLatch('cache-warmup');
+    await latch.trySetCount(1);
+    expect(await latch.await({ waitMs: 30 })).toBe(false);
+    await latch.countDown();
     await sleep(120);
 
     expect(telemetry.spans()).toEqual([]);

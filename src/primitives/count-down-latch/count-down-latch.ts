@@ -1,4 +1,5 @@
 import type { Condition, ConditionTry } from '../../engine/condition.js';
+import type { ConditionCall } from '../../engine/condition-telemetry.js';
 import type { Engine } from '../../engine/engine.js';
 import type { ScriptCall } from '../../engine/types.js';
 import { InvalidArgumentError, LockError } from '../../errors.js';
@@ -14,6 +15,9 @@ import { LATCH_PROTOCOL, parseCount, type LatchTarget } from './protocol.js';
 const RETRY_MIN_MS = 1_000;
 const RETRY_MAX_MS = 8_000;
 const RECORD_MARGIN_MS = 2_000;
+
+/** The kind, as telemetry names it. */
+const KIND = 'count-down-latch';
 
 /** Redis's counters are 64-bit; a count must also survive the trip through a JS number. */
 const MAX_COUNT = Number.MAX_SAFE_INTEGER;
@@ -96,11 +100,14 @@ export class CountDownLatch {
   readonly #engine: Engine;
   readonly #name: string;
   readonly #target: LatchTarget;
+  /** What its calls are reported as to OpenTelemetry. */
+  readonly #report: ConditionCall;
 
   /** @internal Use {@link LockClient.countDownLatch}. */
   constructor(engine: Engine, keyPrefix: string, name: string) {
     this.#engine = engine;
     this.#name = name;
+    this.#report = { kind: KIND, name };
     const key = lockKey(keyPrefix, name);
     this.#target = { key, channel: latchChannel(key, engine.cluster) };
   }
@@ -162,13 +169,15 @@ export class CountDownLatch {
    * console.log(left === 0 ? 'last one: the latch is open' : `${left} to go`);
    * ```
    */
-  async countDown(): Promise<number> {
-    const reply = await this.#write(
-      (requestKey, recordTtlMs) => LATCH_PROTOCOL.countDown(this.#target, requestKey, recordTtlMs),
-      `counting down latch "${this.#name}"`,
-      (written) => LATCH_PROTOCOL.countDownCounted(written) && `Latch "${this.#name}" was counted down`,
-    );
-    return this.#decoded(LATCH_PROTOCOL.countDownOutcome(reply), reply, 'counting down');
+  countDown(): Promise<number> {
+    return this.#engine.conditionTelemetry.countDown(this.#report, async () => {
+      const reply = await this.#write(
+        (requestKey, recordTtlMs) => LATCH_PROTOCOL.countDown(this.#target, requestKey, recordTtlMs),
+        `counting down latch "${this.#name}"`,
+        (written) => LATCH_PROTOCOL.countDownCounted(written) && `Latch "${this.#name}" was counted down`,
+      );
+      return this.#decoded(LATCH_PROTOCOL.countDownOutcome(reply), reply, 'counting down');
+    });
   }
 
   /**
@@ -211,12 +220,18 @@ export class CountDownLatch {
     const signal = checkSignal('signal', given.signal);
     const condition: Condition<true> = {
       what: `latch "${this.#name}"`,
+      kind: KIND,
       channel: this.#target.channel,
       // A message changes the count for everyone: every local waiter re-reads it.
       wakes: () => Number.POSITIVE_INFINITY,
       attempt: (deadline) => this.#attempt(deadline),
     };
-    return (await this.#engine.waitFor(condition, waitMs, signal)) !== null;
+    return this.#engine.conditionTelemetry.awaiting(
+      this.#report,
+      waitMs,
+      signal,
+      async () => (await this.#engine.waitFor(condition, waitMs, signal)) !== null,
+    );
   }
 
   /**

@@ -2,6 +2,7 @@ import type { Synced } from '../../engine/calls.js';
 import type { ScriptCall } from '../../engine/types.js';
 import type { Engine } from '../../engine/engine.js';
 import type { ConditionTry } from '../../engine/condition.js';
+import type { ConditionCall } from '../../engine/condition-telemetry.js';
 import { InvalidArgumentError, LockError, LockTimeoutError, type ReplicationError } from '../../errors.js';
 import { lockKey, semaphoreChannel } from '../../keys.js';
 import type { SemaphoreOptions } from '../../options.js';
@@ -22,6 +23,9 @@ import {
   type AcquireReply,
   type SemaphoreTarget,
 } from './protocol.js';
+
+/** The kind, as telemetry names it. */
+const KIND = 'semaphore';
 
 /** The most permits one call takes, gives or sets: Redisson counts permits in a Java `int`. */
 const MAX_PERMITS = 2_147_483_647;
@@ -131,6 +135,8 @@ export class Semaphore {
   readonly #engine: Engine;
   readonly #target: SemaphoreTarget;
   readonly #initial: number | undefined;
+  /** What its calls are reported as to OpenTelemetry. */
+  readonly #report: ConditionCall;
 
   /** @internal Use {@link LockClient.semaphore}. */
   constructor(engine: Engine, keyPrefix: string, name: string, options: SemaphoreOptions | undefined) {
@@ -144,6 +150,7 @@ export class Semaphore {
       channel: semaphoreChannel(key),
       initial: this.#initial === undefined ? '' : String(this.#initial),
     };
+    this.#report = { kind: KIND, name };
   }
 
   /** The semaphore's name. */
@@ -240,10 +247,12 @@ export class Semaphore {
    */
   async release(permits = 1): Promise<void> {
     checkPermits('permits', permits, 1);
-    await this.#add(
-      permits,
-      `releasing ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}"`,
-    );
+    await this.#engine.conditionTelemetry.release(this.#report, permits, async () => {
+      await this.#add(
+        permits,
+        `releasing ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}"`,
+      );
+    });
   }
 
   /**
@@ -481,7 +490,14 @@ export class Semaphore {
     return count;
   }
 
-  async #acquire(permits: number, waitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+  /** Takes `permits`, waiting up to `waitMs`: resolves whether it took them. Reported as a call. */
+  #acquire(permits: number, waitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+    return this.#engine.conditionTelemetry.acquire(this.#report, permits, waitMs, signal, () =>
+      this.#wait(permits, waitMs, signal),
+    );
+  }
+
+  async #wait(permits: number, waitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
     const engine = this.#engine;
     const target = this.#target;
     const book = joinBook(engine, target.channel, permits);
@@ -498,6 +514,7 @@ export class Semaphore {
       const found = await engine.waitFor<Taken>(
         {
           what,
+          kind: KIND,
           channel: target.channel,
           wakes: wakesOf(engine, target.channel),
           attempt: async (deadline): Promise<ConditionTry<Taken>> => {
