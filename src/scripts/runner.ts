@@ -121,17 +121,36 @@ class TimeoutQueue {
     this.#timer.unref();
   }
 
+  /**
+   * Timers run before the event loop reads its sockets, so a reply that came in while the
+   * process was frozen or its event loop blocked still waits unread when the timer of its
+   * command fires. The commands due are given up one turn later, after the sockets were read: a
+   * reply that arrived in time is taken, not thrown away for a timeout.
+   */
   #fire(): void {
     this.#timer = undefined;
-    const now = performance.now();
-    // The timer may fire a little early by the clock; nothing expires before its deadline.
-    for (let entry = this.#head; entry !== undefined && entry.deadline <= Math.max(now, this.#timerAt);) {
-      const next = entry.next;
-      this.remove(entry);
-      entry.expire();
-      entry = next;
+    const dueBy = Math.max(performance.now(), this.#timerAt);
+    if (this.#head === undefined || this.#head.deadline > dueBy) {
+      this.#rearm();
+      return;
     }
-    if (this.#head !== undefined) this.#arm(this.#head.deadline);
+    setImmediate(() => {
+      for (let entry = this.#head; entry !== undefined && entry.deadline <= dueBy;) {
+        const next = entry.next;
+        this.remove(entry);
+        entry.expire();
+        entry = next;
+      }
+      this.#rearm();
+    });
+  }
+
+  /** Arms the timer for the earliest deadline left, unless one is armed for it already. */
+  #rearm(): void {
+    const head = this.#head;
+    if (head === undefined || (this.#timer !== undefined && this.#timerAt <= head.deadline)) return;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#arm(head.deadline);
   }
 }
 

@@ -6,7 +6,7 @@ import { clientAddr, commandsFrom } from '../support/monitor.js';
 import { sharedRedis } from '../support/redis-server.js';
 import { commandsOf } from '../support/clients.js';
 import { testResources, type LockConnection, type Redis } from '../support/resources.js';
-import { sleep } from '../support/wait.js';
+import { sleep, waitUntil } from '../support/wait.js';
 
 const RENEW_SHA = luaScripts['lock/renew'].sha1;
 const RELEASE_SHA = luaScripts['lock/release'].sha1;
@@ -98,6 +98,59 @@ describe('watchdog', () => {
     expect(renewsBefore.length).toBeGreaterThanOrEqual(5);
     expect(renewsBefore.every((args) => renewKeys(args).includes(lock.key))).toBe(true);
     expect(renewsAfter).toEqual([]);
+  });
+
+  it('takes a renewal reply that came in while its event loop was blocked past the call timeout', async () => {
+    // Renewed every 500 ms, each renewal call given 500 ms; a hold is known held until a lease
+    // after the send of its last confirmed renewal.
+    const watchdogTimeoutMs = 1_500;
+    const intervalMs = watchdogTimeoutMs / 3;
+    // Past the renewal call's timeout, and well short of the lease left when it began.
+    const blockMs = intervalMs + 150;
+    const client = await res.connect();
+    const locks = res.track(
+      new LockClient(client, { watchdogTimeoutMs, keyPrefix: uniquePrefix('wd-blocked') }),
+    );
+    const failed: string[] = [];
+    locks.on('renewFailed', (event) => failed.push(event.error.message));
+    const lease = await locks.lock('ledger:close').acquire();
+
+    // Right after node-redis has written the next renewal out (its write runs in an immediate
+    // queued before this one), the event loop is blocked: Redis answers meanwhile, and when the
+    // loop runs again the renewal's timeout is long due and its reply waits unread.
+    const send = client.sendCommand.bind(client);
+    let blocked: { readonly sentAt: number; readonly endedAt: number } | undefined;
+    let armed = true;
+    client.sendCommand = ((...args: Parameters<typeof send>) => {
+      const reply = send(...args);
+      if (armed && isScriptCall(args[0] as string[], RENEW_SHA)) {
+        armed = false;
+        const sentAt = performance.now();
+        setImmediate(() => {
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, blockMs);
+          blocked = { sentAt, endedAt: performance.now() };
+        });
+      }
+      return reply;
+    }) as typeof send;
+    await waitUntil(
+      'a renewal was sent and the event loop blocked after it',
+      () => blocked !== undefined,
+      5_000,
+    );
+    await sleep(intervalMs);
+
+    // The block ended before the hold's deadline (a lease after the previous renewal, at most an
+    // interval before this one): the hold was valid throughout, and its renewal was answered.
+    const blockedFor = (blocked?.endedAt ?? 0) - (blocked?.sentAt ?? 0);
+    expect(blockedFor).toBeGreaterThanOrEqual(blockMs);
+    expect(blockedFor).toBeLessThan(watchdogTimeoutMs - intervalMs);
+    expect(failed).toEqual([]);
+    expect(lease.signal.aborted).toBe(false);
+    // The blocked renewal (or a later one) set the lease anew: it lasts a lease from its send.
+    const pttl = await observer.pTTL(lease.key);
+    expect(pttl).toBeGreaterThanOrEqual(watchdogTimeoutMs - (performance.now() - (blocked?.sentAt ?? 0)));
+    await lease.release();
   });
 
   it('never renews a lock taken with leaseMs, which then expires', async () => {
