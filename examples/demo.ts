@@ -5,7 +5,9 @@
  *   npm run demo                          all examples
  *   npm run example -- coupon-claim       one of them (tsx examples/demo.ts --only <name>)
  *
- * With REDIS_URL set, the examples use that server (each under a key prefix of its own).
+ * With REDIS_URL set, the examples use that server, each under a key prefix of its own, and
+ * delete their keys when they end; only latchkey's records of retried requests stay, and they
+ * expire within a minute.
  * Without it, the demo starts a throwaway redis-server on a free loopback port, with
  * persistence off, and stops it when it ends, also on Ctrl-C or an error.
  */
@@ -272,7 +274,9 @@ async function main(): Promise<number> {
     url = server.url;
     console.log(`Started a throwaway redis-server at ${url}; it stops when the demo ends.`);
   } else {
-    console.log(`Using the Redis at REDIS_URL=${redacted(url)} (keys under examples:<random>:).`);
+    console.log(
+      `Using the Redis at REDIS_URL=${redacted(url)} (keys under examples:<random>:, deleted at the end).`,
+    );
   }
 
   const outcomes: Outcome[] = [];
