@@ -13,7 +13,7 @@
  *
  * Compile-time switches (spin -D...):
  *   L            lease in ticks (default 4)
- *   W            waiter timeout in ticks: a queued owner keeps its place until now + W after its
+ *   W            waiter timeout in ticks: a queued owner's heartbeat deadline is now + W after its
  *                latest attempt (default 3)
  *   HB           heartbeat: a waiter attempts at least every HB ticks (default W / 3, at least 1)
  *   KA, KB, KC   acquire calls client A, B, C makes, one after another (default 1 each)
@@ -23,17 +23,20 @@
  *   MAXD         wake-up messages lost or delivered late (default 1)
  *   LINEB        the bound of no_stuck_line, in ticks (default (MAXS + MAXF) * (W + HB))
  * Defect variants (each must make a property fail):
- *   NO_HEARTBEAT       a waiter's deadline is set once, when it is queued (Redisson's
- *                      threadWaitTime scheme), not moved on by later attempts
+ *   NO_HEARTBEAT       a waiter's heartbeat deadline is set once, when it is queued, not moved
+ *                      on by later attempts
+ *   NO_STEP_FLOOR      a waiter's deadline in redisson_lock_timeout is not kept one wait step per
+ *                      waiter ahead beyond its heartbeat (it is now + W, as before RFairLock's
+ *                      arithmetic was followed): a take moves it into the past
  *   NO_STALE_DROP      scripts never drop a head whose deadline passed
  *   LEAVE_KEEPS_ENTRY  leave.lua does not take the owner out of the queue and the timeouts
  *   LEAVE_WAKES_NOBODY leave.lua does not wake the new head when the head leaves a free lock
  *   REFUSE_BEFORE_QUEUE  acquire.lua refuses a cancelled request (request key set) before it
  *                      queues the owner, not only before it takes the lock (a candidate fix)
  * Mixed lines:
- *   REDISSON_A         client A takes the lock with RedissonFairLock's acquire script, which
- *                      subtracts threadWaitTime (Redisson's default 5 minutes; here any value
- *                      >= W) from every waiter's deadline when it takes the lock
+ *   REDISSON_A         client A takes the lock with RedissonFairLock's acquire script (it takes
+ *                      one wait step off every waiter's deadline, as latchkey's take does, but
+ *                      it neither reads nor writes heartbeats)
  *   NO_MUTEX, NO_BACKED, NO_STUCK, NO_FIFO, NO_WAKEUP, NO_LEAVE   leave one property out
  */
 
@@ -118,9 +121,15 @@ byte qlen;
 
 /* ---------------------------------------------------------------- clients */
 typedef Cl {
-  /* Redis: the owner's entry in redisson_lock_timeout (kept here to pack the state) */
-  bit z;                 /* it has a score */
-  unsigned dl : 3;       /* score - now in ticks, 0 once passed (dropped when at the head) */
+  /* Redis: the owner's entries in redisson_lock_timeout and {name}:latchkey_heartbeats (kept here
+     to pack the state). The deadline in redisson_lock_timeout follows RFairLock's arithmetic in
+     wait steps (Redisson's threadWaitTime, minutes: longer than anything else here), so it is kept
+     as the number of steps it lies beyond the heartbeat deadline: each take, and each leave ahead
+     of the owner, takes one off; one more than it has makes it pass. */
+  bit z;                 /* it has a score (and, for a latchkey waiter, a heartbeat) */
+  unsigned dl : 3;       /* heartbeat deadline - now in ticks, 0 once passed (dropped at the head) */
+  unsigned rs : 2;       /* wait steps its deadline lies beyond the heartbeat deadline */
+  bit lp;                /* its deadline has passed (dropped at the head) */
   /* the client */
   unsigned ph : 3;       /* phase, above */
   unsigned nacq : 2;     /* acquire calls made */
@@ -158,7 +167,8 @@ bit unheard;             /* since the lock was last held, a wake-up was lost or 
 
 /* scratch, not part of the state */
 hidden byte idx, ent, res, rpl, rpt;
-hidden byte wasHead;
+hidden byte wasHead, pl, stp;
+hidden byte byScore;      /* RedissonFairLock's stale drop: by the deadline alone, not heartbeats */
 /* property names, for the assertion messages */
 hidden byte mutual_exclusion, hold_backed_by_redis, no_stuck_line, fifo, no_lost_wakeup,
   leave_leaves_nothing, queue_agrees_with_timeouts;
@@ -168,11 +178,19 @@ hidden byte mutual_exclusion, hold_backed_by_redis, no_stuck_line, fifo, no_lost
 #define MUTEX (!(VALID(0) && VALID(1)) && !(VALID(0) && VALID(2)) && !(VALID(1) && VALID(2)))
 #define BACKED(c) (!VALID(c) || (owner == (c) && ttl >= cl[c].vu))
 #define STEADY(c) (cl[c].sdy && WAITING(c))
-#define LIVEENT(i) (q[i] != 0 && cl[q[i] - 1].z && cl[q[i] - 1].dl > 0)
+#define LIVEENT(i) (q[i] != 0 && cl[q[i] - 1].z && cl[q[i] - 1].dl > 0 && !cl[q[i] - 1].lp)
 /* the head once stale heads are dropped, + 1; 0 none */
 #define EHEAD (LIVEENT(0) -> q[0] : (LIVEENT(1) -> q[1] : (LIVEENT(2) -> q[2] : 0)))
-#define LINEWAITS (STEADY(0) || STEADY(1) || STEADY(2))
+#ifdef REDISSON_A
+/* A drops stale heads by their deadlines alone, as Redisson does: a dead latchkey waiter ahead of
+   it lapses by its deadline in wait steps (minutes, beyond the model's ticks), unless a latchkey
+   waiter's call drops it by its heartbeat. So the bound holds for latchkey's waiters. */
+#define LINEWAITS (STEADY(1) || STEADY(2))
+#define HEADWAITS (EHEAD > 1 && STEADY(EHEAD - 1))
+#else
 #define HEADWAITS (EHEAD != 0 && STEADY(EHEAD - 1))
+#define LINEWAITS (STEADY(0) || STEADY(1) || STEADY(2))
+#endif
 #define AGREE(c) (INQ(c) == cl[c].z)
 #define LEFT(c) (!cl[c].gone || (!INQ(c) && !cl[c].z))
 
@@ -193,15 +211,49 @@ inline takeOut(c) {
      break
   od;
   idx = 0;
-  cl[c].z = 0; cl[c].dl = 0
+  cl[c].z = 0; cl[c].dl = 0; cl[c].rs = 0; cl[c].lp = 0
+}
+
+/* the place of c in the queue (0 the head), into pl; NC when not queued */
+inline placeOf(c) {
+  pl = (q[0] == (c) + 1 -> 0 : (q[1] == (c) + 1 -> 1 : (q[2] == (c) + 1 -> 2 : NC)))
+}
+
+/* fair-queue.lua moveAllDeadlines / shiftDeadlines with -step: one wait step off the deadline of
+   every waiter from place `from` on */
+inline stepOff(from) {
+  idx = from;
+  do
+  :: idx < qlen ->
+     if
+     :: cl[q[idx] - 1].rs > 0 -> cl[q[idx] - 1].rs--
+     :: else -> cl[q[idx] - 1].lp = 1
+     fi;
+     idx++
+  :: else -> break
+  od;
+  idx = 0
+}
+
+/* shiftDeadlines with +delta: `steps` whole wait steps onto every waiter from place `from` on
+   (a delta that is not a whole number of steps is rounded down: fewer steps, never more) */
+inline stepOn(from, steps) {
+  idx = from;
+  do
+  :: idx < qlen ->
+     cl[q[idx] - 1].rs = MIN(3, cl[q[idx] - 1].rs + (cl[q[idx] - 1].lp -> 0 : steps));
+     idx++
+  :: else -> break
+  od;
+  idx = 0
 }
 
 /* include/fair-queue.lua dropStaleHeads: a head whose score passed, or with no score, goes */
 inline dropStale() {
 #ifndef NO_STALE_DROP
   do
-  :: qlen > 0 && cl[q[0] - 1].z && cl[q[0] - 1].dl > 0 -> break
-  :: qlen > 0 && !(cl[q[0] - 1].z && cl[q[0] - 1].dl > 0) ->
+  :: qlen > 0 && cl[q[0] - 1].z && (cl[q[0] - 1].dl > 0 || byScore) && !cl[q[0] - 1].lp -> break
+  :: qlen > 0 && !(cl[q[0] - 1].z && (cl[q[0] - 1].dl > 0 || byScore) && !cl[q[0] - 1].lp) ->
      ent = q[0] - 1;
      printf("@ t=%d Redis: drops stale head %c\n", clk, NAME(ent));
 #ifndef NO_FIFO
@@ -211,7 +263,7 @@ inline dropStale() {
      fi;
 #endif
      q[0] = q[1]; q[1] = q[2]; q[2] = 0; qlen--;
-     cl[ent].z = 0; cl[ent].dl = 0;
+     cl[ent].z = 0; cl[ent].dl = 0; cl[ent].rs = 0; cl[ent].lp = 0;
      ent = 0
   :: qlen == 0 -> break
   od
@@ -230,10 +282,14 @@ inline wakeHead() {
   fi
 }
 
-/* include/fair-queue.lua leaveQueue (its caller dropped stale heads first) */
+/* include/fair-queue.lua leaveQueue (its caller dropped stale heads first): those behind the
+   owner lose one wait step, as Redisson's acquireFailed takes it off */
 inline leaveQueue(c) {
   wasHead = (qlen > 0 && q[0] == (c) + 1);
 #ifndef LEAVE_KEEPS_ENTRY
+  placeOf(c);
+  if :: pl < NC -> stepOff(pl + 1) :: else fi;
+  pl = 0;
   takeOut(c);
 #endif
   if
@@ -250,9 +306,15 @@ inline leaveQueue(c) {
 
 /* ---------------------------------------------------------------- scripts */
 
-/* fair-lock/acquire.lua with expected = 0, waiting = 1; rec: its request key exists */
+/* fair-lock/acquire.lua with expected = 0, waiting = 1; rec: its request key exists. With
+   REDISSON_A, client A's calls drop stale heads as RedissonFairLock's script does (by deadline
+   only) and take as it does; A still waits as latchkey's waiters do. */
 inline acquireScript(c, rec, rep, pt) {
+#ifdef REDISSON_A
+  byScore = ((c) == 0);
+#endif
   dropStale();
+  byScore = 0;
   if
   :: owner == c ->                      /* held == expected + 1: a replay, or a late copy */
      ttl = L; takeOut(c); rep = TAKEN
@@ -260,30 +322,40 @@ inline acquireScript(c, rec, rep, pt) {
      rep = CANCELLED
   :: owner == NB && (qlen == 0 || q[0] == (c) + 1) && !rec ->
      owner = c; ttl = L; takeOut(c); rep = TAKEN;
-#ifdef REDISSON_A
-     if                                 /* RedissonFairLock's take: ZINCRBY -threadWaitTime on
-                                           every waiter left (threadWaitTime >= W) */
-     :: c == 0 -> cl[1].dl = 0; cl[2].dl = 0
-     :: else
-     fi;
-#endif
+     stepOff(0);                        /* every waiter left: one wait step off (latchkey's take
+                                           and RedissonFairLock's alike) */
      lineAge = 0; wakeAge = 0; wakeHd = 0; unheard = 0   /* ghosts: the line moved */
 #ifdef REFUSE_BEFORE_QUEUE
   :: owner != c && rec -> rep = CANCELLED    /* the request key read before queueing too */
 #endif
   :: else ->                            /* held by another, or free with another at the head */
      pt = (owner != NB -> ttl : cl[q[0] - 1].dl);
-#ifdef NO_HEARTBEAT
-     if                                 /* deadline set once, when queued */
-     :: !INQ(c) -> q[qlen] = (c) + 1; qlen++; cl[c].z = 1; cl[c].dl = W
-     :: else
-     fi;
-#else
-     cl[c].z = 1; cl[c].dl = W;         /* ZADD now + W: every attempt keeps the place */
      if
-     :: !INQ(c) -> q[qlen] = (c) + 1; qlen++   /* RPUSH unless LPOS finds it */
+     :: !INQ(c) ->                      /* joins: the last waiter's deadline plus one wait step */
+        if
+        :: qlen > 0 && !cl[q[qlen - 1] - 1].lp -> cl[c].rs = MIN(3, cl[q[qlen - 1] - 1].rs + 1)
+        :: else -> cl[c].rs = 0
+        fi;
+        cl[c].lp = 0;
+        q[qlen] = (c) + 1; qlen++; cl[c].z = 1; cl[c].dl = W
+     :: else
+#ifndef NO_HEARTBEAT
+        cl[c].dl = W                    /* ZADD heartbeats now + W: every attempt keeps the place */
+#endif
+     fi;
+#ifndef NO_STEP_FLOOR
+     placeOf(c);                        /* its deadline kept a step per waiter ahead beyond the
+                                           heartbeat; raising it raises those behind as much */
+     if
+     :: cl[c].lp || cl[c].rs < pl ->
+        stp = (cl[c].lp -> pl : pl - cl[c].rs);
+        cl[c].rs = pl; cl[c].lp = 0;
+        stepOn(pl + 1, stp)
      :: else
      fi;
+     pl = 0; stp = 0;
+#else
+     cl[c].rs = 0; cl[c].lp = 0;        /* ZADD now + W, as before */
 #endif
      rep = BUSY
   fi

@@ -56,7 +56,8 @@ FAIR_CI_CHECKS=(
   "fair-defect-leave-keeps|fail:leave_leaves_nothing|-DLEAVE_KEEPS_ENTRY|-O0|-w20|fair-lock.pml"
   "fair-defect-leave-silent|fail:no_lost_wakeup|-DLEAVE_WAKES_NOBODY|-O0|-w20|fair-lock.pml"
   "fair-finding-late-copy|fail:leave_leaves_nothing|-DMAXF=1|-O0|-w20|fair-lock.pml"
-  "fair-finding-redisson|fail:fifo|-DREDISSON_A -DMAXS=0 -DMAXG=0 -DMAXD=0|-O0|-w20|fair-lock.pml"
+  "fair-redisson|pass|-DREDISSON_A -DMAXS=1 -DMAXG=1 -DMAXD=1|-O1|-w23|fair-lock.pml"
+  "fair-defect-no-step|fail:fifo|-DNO_STEP_FLOOR -DREDISSON_A -DMAXS=0 -DMAXG=0 -DMAXD=0|-O0|-w20|fair-lock.pml"
 )
 FAIR_FULL_CHECKS=(
   "fair-faults-two-stalls|pass|-DMAXF=1 -DMAXS=2 -DMAXG=1 -DMAXD=1 -DNO_LEAVE||-w25|fair-lock.pml"
