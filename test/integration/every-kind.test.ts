@@ -40,7 +40,7 @@ const QUIET_MS = 400;
 /** The `waitMs` of the waits that must time out. */
 const WAIT_MS = 300;
 /** How soon after its abort a parked wait must reject. */
-const ABORT_BOUND_MS = 150;
+const ABORT_BOUND_MS = 100;
 /** The waiters' subscription linger, so a test sees the subscription dropped. */
 const LINGER_MS = 50;
 /**
@@ -188,9 +188,12 @@ describe.each(EVERY_KIND)('every kind: $name', (waitable: Waitable) => {
         const subscribersBefore = await res.numsub(waitable.channel(scene.key));
         const startedAt = performance.now();
         const outcome = await settle(waitable.wait(scene.waiter, scene.name, { waitMs: WAIT_MS }));
-        expect(outcome.error).toBeInstanceOf(
-          waitable.timesOut === 'LockTimeoutError' ? LockTimeoutError : LatchClosed,
-        );
+        if (waitable.timesOut === 'LockTimeoutError') {
+          expect(outcome.error).toBeInstanceOf(LockTimeoutError);
+          expect((outcome.error as LockTimeoutError).code).toBe('ACQUIRE_TIMEOUT');
+        } else {
+          expect(outcome.error).toBeInstanceOf(LatchClosed);
+        }
         const elapsedMs = outcome.at - startedAt;
         expect(elapsedMs).toBeGreaterThanOrEqual(WAIT_MS - 20);
         expect(elapsedMs).toBeLessThan(WAIT_MS + 700);
