@@ -138,6 +138,12 @@ const queueOf = (key: string): string => `redisson_lock_queue:{${key}}`;
 const timeoutsOf = (key: string): string => `redisson_lock_timeout:{${key}}`;
 const channelOf = (key: string): string => `redisson_lock__channel:{${key}}`;
 
+/** Redis's clock, in ms since the epoch. */
+async function redisNowMsOf(admin: Redis): Promise<number> {
+  const [seconds, micros] = await admin.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
 /** One Redisson thread: `<uuid>:<threadId>`, playing RedissonFairLock on a raw connection. */
 class RedissonThread {
   readonly field = `${randomUUID()}:${Math.floor(Math.random() * 1000) + 1}`;
@@ -359,6 +365,71 @@ describe('wire compatibility with Redisson RFairLock', () => {
     expect(await java2.unlock()).toBe(1);
     await (await secondServed).release();
     expect(served).toEqual(['redisson 1', 'latchkey 1', 'redisson 2', 'latchkey 2']);
+    expect(
+      await suite.admin.exists([key, queueOf(key), timeoutsOf(key), `{${key}}:latchkey_heartbeats`]),
+    ).toBe(0);
+  });
+
+  it('skips a SIGKILLed latchkey head by its heartbeat, within latchkey’s bound, though Redisson’s deadline for it lies minutes ahead', async () => {
+    const waiterTimeoutMs = 1_500;
+    const lock = lockClient({ watchdogTimeoutMs: 5_000 }).fairLock('settlements:dead-head', {
+      waiterTimeoutMs,
+    });
+    const key = lock.key;
+    const worker = res.worker('test/support/fixtures/fair-waiter.ts', {
+      REDIS_URL: suite.url,
+      KEY_PREFIX: key.slice(0, -lock.name.length),
+      LOCK_NAME: lock.name,
+      WAITER_TIMEOUT_MS: String(waiterTimeoutMs),
+    });
+    await worker.next((msg) => msg.type === 'ready', 20_000);
+    const java = new RedissonThread(await res.connect(), key, REDISSON_DEFAULT_THREAD_WAIT_MS);
+    await java.listen(await res.connect());
+    const queueLength = async (): Promise<number> => suite.admin.lLen(queueOf(key));
+
+    const held = await lock.acquire();
+    worker.send({ type: 'acquire', id: 'dead', holdMs: 60_000 });
+    await waitUntil('the worker heads the line', async () => (await queueLength()) === 1);
+    const [deadField] = await suite.admin.lRange(queueOf(key), 0, 0);
+    if (deadField === undefined) throw new Error('nobody queued');
+    expect(await java.tryLock()).toBeGreaterThan(0);
+    const behind = lock.acquire({ waitMs: 20_000 });
+    await waitUntil('a latchkey waiter queued last', async () => (await queueLength()) === 3);
+
+    worker.kill('SIGKILL');
+    await worker.exited;
+    const killedAt = performance.now();
+    // The dead head's deadline in RFairLock's arithmetic: a wait step beyond the lock's expiry.
+    const [deadline, redisNow] = await Promise.all([
+      suite.admin.zScore(timeoutsOf(key), deadField),
+      redisNowMsOf(suite.admin),
+    ]);
+    expect(Number(deadline) - redisNow).toBeGreaterThan(REDISSON_DEFAULT_THREAD_WAIT_MS - 1_000);
+    // The release wakes the dead head alone; nobody hears it.
+    await held.release();
+
+    // Redisson's lock(): ask, then wait for its channel or the time its script answered.
+    let taken = false;
+    while (!taken && performance.now() - killedAt < 15_000) {
+      const wait = await java.tryLock();
+      taken = wait === null;
+      if (!taken) {
+        const heard = java.messages.length;
+        await waitUntil(
+          'Redisson’s wait ends',
+          () => java.messages.length > heard,
+          Math.max(wait ?? 0, 10),
+        ).catch(() => undefined);
+      }
+    }
+    const javaServedAt = performance.now();
+    expect(taken).toBe(true);
+    // The latchkey waiter's heartbeat dropped the dead head; Redisson's next try took the lock.
+    expect(javaServedAt - killedAt).toBeLessThan(waiterTimeoutMs + waiterTimeoutMs / 3 + 1_000);
+    expect(await suite.admin.zScore(timeoutsOf(key), deadField)).toBeNull();
+    // And the line's order holds: Redisson first, then the latchkey waiter behind it.
+    expect(await java.unlock()).toBe(1);
+    await (await behind).release();
     expect(
       await suite.admin.exists([key, queueOf(key), timeoutsOf(key), `{${key}}:latchkey_heartbeats`]),
     ).toBe(0);
