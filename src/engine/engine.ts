@@ -55,12 +55,12 @@ export interface EngineSettings {
   readonly syncReplicas?: ReplicationSettings | undefined;
   /** Prepended to every name to form its key: events name the lock of a key by it. */
   readonly keyPrefix?: string;
-}
   /**
    * Report Redis going unanswered (`redisUnreachable`, `redisReachable`, a process warning): a
    * LockClient's engine does; a Redlock master's leaves its health to the quorum.
    */
   readonly reportUnreachable?: boolean;
+}
 
 /**
  * What every kind of lock shares, knowing no kind by name: the wait loop, holds and leases, the
