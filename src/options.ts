@@ -110,7 +110,9 @@ export interface FairLockOptions extends LockOptions {
    * How long, in milliseconds, a waiting owner keeps its place in the line after each time it
    * asks. latchkey asks again for it every third of this while it waits, so a live waiter never
    * loses its place; a waiter whose process died or froze is dropped once it heads the line with
-   * its time run out, so it holds the line up for at most about this long plus one third of it.
+   * its time run out, so it holds the line up for at most about this long plus one third of it
+   * (while latchkey clients use the lock; Redisson's scripts alone drop it by its deadline in
+   * wait steps, see `waitStepMs`).
    * Shorter: faster recovery from dead waiters, more calls per waiter. A whole number from 30 to
    * 2,147,483,647.
    * @defaultValue 10_000
@@ -121,8 +123,10 @@ export interface FairLockOptions extends LockOptions {
    * waiter's deadline for each waiter ahead of it, and takes off every waiter's deadline when one
    * takes the lock or gives up. latchkey counts the line's deadlines the same way, so a line
    * shared with Redisson clients keeps its order. Set it to the Redisson clients'
-   * `fairLockWaitTimeout` when they change it (a Redisson `tryLock(waitTime, ...)` uses its
-   * waitTime instead, which is shorter and so harmless). A whole number from 1 to 2,147,483,647.
+   * `fairLockWaitTimeout` when they change it. (A Redisson `tryLock(waitTime, ...)` counts its
+   * waitTime instead: a shorter step costs latchkey's waiters nothing, but such a Redisson waiter
+   * can lose its place when a longer step is taken off, as among Redisson clients alone.) A whole
+   * number from 1 to 2,147,483,647.
    * @defaultValue 300_000 (Redisson's default)
    */
   readonly waitStepMs?: number;
