@@ -95,7 +95,14 @@ const declarations = writeJson('declarations.json', {
   include: ['../../src/index.ts'],
 });
 const emitted = await typecheck(declarations);
-if (!emitted.ok) fail(`emitting latchkey's declarations failed:\n${emitted.output}`);
+// tsc writes declarations despite type errors in src/; those are `npm run typecheck`'s to
+// report, so they only make this check say that its view of latchkey may be off.
+if (!existsSync(join(work, 'latchkey', 'index.d.ts'))) {
+  fail(`emitting latchkey's declarations failed:\n${emitted.output}`);
+}
+if (!emitted.ok) {
+  console.warn("check-examples: src/ has type errors (see npm run typecheck); latchkey's types may be off");
+}
 
 const latchkeyTypes = './latchkey/index.d.ts';
 const projects = [
