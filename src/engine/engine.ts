@@ -96,11 +96,11 @@ export class Engine {
     this.#reach = new Reachability(
       {
         thresholdMs: settings.commandTimeoutMs,
+        report: settings.reportUnreachable === true,
         nameOf: (key) =>
           key.startsWith(keyPrefix) && !isCompanionKey(key) ? key.slice(keyPrefix.length) : undefined,
       },
       this.#events,
-        report: settings.reportUnreachable === true,
     );
     this.#calls = new Calls(
       runner,
