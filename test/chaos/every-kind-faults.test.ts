@@ -11,7 +11,7 @@
  *   promptly once it frees, whether that happens before or after it resubscribed.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LockClient } from '../../src/index.js';
+import { LockClient, LockLostError, type LockLostEvent } from '../../src/index.js';
 import { luaScripts } from '../../src/scripts/generated.js';
 import { commandsOf, interceptCommands, type LockConnection } from '../support/clients.js';
 import { EVERY_KIND, residue, skips, titled, type Scene, type Waitable } from '../support/every-kind.js';
@@ -246,47 +246,105 @@ describe('every kind under server-wide faults', () => {
       },
     );
 
-    it.skipIf(skips(waitable, 'scriptFlush'))(
-      titled(
-        waitable,
-        'scriptFlush',
-        'SCRIPT FLUSH before every step, a parked wait included, breaks nothing',
-      ),
-      async () => {
-        const shas = Object.values(luaScripts).map((script) => script.sha1);
-        const flush = async (): Promise<void> => {
-          const replies = await admin
-            .multi()
-            .addCommand(['SCRIPT', 'FLUSH'])
-            .addCommand(['SCRIPT', 'EXISTS', ...shas])
-            .exec();
-          expect(replies[1]).toEqual(shas.map(() => 0));
-        };
-        const scene = await stage('script-flush');
-        await flush();
-        const blocked = await waitable.frees[0].block(scene);
-        await flush();
-        const before = await subscribers(scene);
-        let gotAt: number | undefined;
-        const waiting = waitable.wait(scene.waiter, scene.name, { waitMs: 20_000 }).then((got) => {
-          gotAt = performance.now();
-          return got;
-        });
-        waiting.catch(() => undefined);
-        await parked(scene, before);
-        await flush();
-        const freedAt = performance.now();
-        await blocked.free();
-        const got = await within(waiting, 20_000, 'the wait across SCRIPT FLUSH');
-        expect((gotAt ?? Number.POSITIVE_INFINITY) - freedAt).toBeLessThan(WOKEN_WITHIN_MS);
-        await flush();
-        await got.give();
-        await flush();
-        // And once more from the start, with an empty cache.
-        const again = await waitable.wait(scene.waiter, scene.name, { waitMs: 5_000 });
-        await again.give();
-      },
-    );
+    describe('SCRIPT FLUSH', () => {
+      const shas = Object.values(luaScripts).map((script) => script.sha1);
+      /** Empties the script cache and checks it is empty, in one transaction. */
+      const flush = async (): Promise<void> => {
+        const replies = await admin
+          .multi()
+          .addCommand(['SCRIPT', 'FLUSH'])
+          .addCommand(['SCRIPT', 'EXISTS', ...shas])
+          .exec();
+        expect(replies[1]).toEqual(shas.map(() => 0));
+      };
+
+      it.skipIf(skips(waitable, 'scriptFlush'))(
+        titled(waitable, 'scriptFlush', 'before every step, a parked wait included, breaks nothing'),
+        async () => {
+          const scene = await stage('script-flush');
+          await flush();
+          const blocked = await waitable.frees[0].block(scene);
+          await flush();
+          const before = await subscribers(scene);
+          let gotAt: number | undefined;
+          const waiting = waitable.wait(scene.waiter, scene.name, { waitMs: 20_000 }).then((got) => {
+            gotAt = performance.now();
+            return got;
+          });
+          waiting.catch(() => undefined);
+          await parked(scene, before);
+          await flush();
+          const freedAt = performance.now();
+          await blocked.free();
+          const got = await within(waiting, 20_000, 'the wait across SCRIPT FLUSH');
+          expect((gotAt ?? Number.POSITIVE_INFINITY) - freedAt).toBeLessThan(WOKEN_WITHIN_MS);
+          await flush();
+          await got.give();
+          await flush();
+          // And once more from the start, with an empty cache.
+          const again = await waitable.wait(scene.waiter, scene.name, { waitMs: 5_000 });
+          await again.give();
+        },
+      );
+
+      // Renewal and loss are a lease's: the kinds without one say why under lossAfterFreeze.
+      const held = waitable.kind;
+
+      it.skipIf(skips(waitable, 'scriptFlush') || held === undefined)(
+        titled(waitable, 'lossAfterFreeze', 'the watchdog keeps renewing a hold across flushes'),
+        async () => {
+          if (held === undefined) return;
+          const keyPrefix = uniquePrefix(`every-faults-${waitable.name}-renew`);
+          const locks = await res.lockClient({ keyPrefix, watchdogTimeoutMs: 300 });
+          const lost: LockLostEvent[] = [];
+          locks.on('lockLost', (event) => lost.push(event));
+          const lease = await held.handle(locks, 'reports:daily').acquire();
+          await flush();
+          // Held for more than three leases, the script cache emptied again along the way.
+          for (let slice = 0; slice < 5; slice += 1) {
+            await sleep(200);
+            await flush();
+          }
+          await sleep(200);
+          expect(lost).toEqual([]);
+          expect(lease.signal.aborted).toBe(false);
+          const snapshot = await held.inspect(admin, lease.key);
+          expect(snapshot.owners).toBe(1);
+          if (held.keyType === 'hash') expect(snapshot.counts).toEqual([1]);
+          expect(snapshot.pttl).toBeGreaterThan(0);
+          expect(snapshot.pttl).toBeLessThanOrEqual(300);
+          const renewed = await admin.sendCommand<unknown[]>([
+            'SCRIPT',
+            'EXISTS',
+            luaScripts[held.renewScript].sha1,
+          ]);
+          expect(renewed.map(Number)).toEqual([1]);
+          await lease.release();
+          expect((await held.inspect(admin, lease.key)).owners).toBe(0);
+        },
+      );
+
+      it.skipIf(skips(waitable, 'scriptFlush') || held === undefined)(
+        titled(
+          waitable,
+          'lossAfterFreeze',
+          'forceUnlock after a flush tells the local holder it lost its hold',
+        ),
+        async () => {
+          if (held === undefined) return;
+          const keyPrefix = uniquePrefix(`every-faults-${waitable.name}-force`);
+          const locks = await res.lockClient({ keyPrefix });
+          const handle = held.handle(locks, 'carts:7');
+          const lease = await handle.acquire();
+          await flush();
+          expect(await handle.forceUnlock()).toBe(true);
+          expect(lease.signal.aborted).toBe(true);
+          expect(lease.signal.reason).toBeInstanceOf(LockLostError);
+          expect((lease.signal.reason as LockLostError).reason).toBe('force-unlocked');
+          expect(await handle.isLocked()).toBe(false);
+        },
+      );
+    });
 
     describe('CLIENT KILL TYPE pubsub while a waiter is parked', () => {
       const killPubsub = async (): Promise<number> =>

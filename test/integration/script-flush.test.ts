@@ -1,9 +1,12 @@
 /**
- * SCRIPT FLUSH (or a server that lost its script cache) breaks nothing: every operation falls
- * back from EVALSHA to EVAL on NOSCRIPT, including the watchdog's renewals of a held lock.
+ * SCRIPT FLUSH (or a server that lost its script cache) breaks nothing: every operation of a
+ * lock falls back from EVALSHA to EVAL on NOSCRIPT.
+ *
+ * For every kind — a wait across flushes, the watchdog's renewals, and forceUnlock telling the
+ * local holder — see test/chaos/every-kind-faults.test.ts.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LockLostError, type LockLostEvent } from '../../src/index.js';
+import type { LockLostError, LockLostEvent } from '../../src/index.js';
 import { luaScripts } from '../../src/scripts/generated.js';
 import { uniquePrefix } from '../support/keys.js';
 import { startRedis, type RedisInstance } from '../support/redis-server.js';
@@ -154,43 +157,5 @@ describe('after SCRIPT FLUSH', () => {
 
   it('every operation works with a flush before each step', async () => {
     await everyOperation(flush, true);
-  });
-
-  it('the watchdog keeps renewing a held lock across flushes', async () => {
-    const prefix = uniquePrefix('script-flush-renew');
-    const key = `${prefix}report:daily`;
-    const locks = await res.lockClient({ keyPrefix: prefix, watchdogTimeoutMs: 300 });
-    const lockLost: LockLostEvent[] = [];
-    locks.on('lockLost', (event) => lockLost.push(event));
-    const lease = await locks.lock('report:daily').acquire();
-    await flush();
-    // Held for more than three leases, the script cache emptied again along the way.
-    for (let slice = 0; slice < 5; slice += 1) {
-      await sleep(200);
-      await flush();
-    }
-    await sleep(200);
-    expect(lockLost).toEqual([]);
-    expect(lease.signal.aborted).toBe(false);
-    expect(await admin.hVals(key)).toEqual(['1']);
-    const pttl = Number(await admin.pTTL(key));
-    expect(pttl).toBeGreaterThan(0);
-    expect(pttl).toBeLessThanOrEqual(300);
-    expect(await loaded(['lock/renew'])).toEqual([true]);
-    await lease.release();
-    expect(await admin.exists(key)).toBe(0);
-  });
-
-  it('forceUnlock after a flush tells the local holder its lock was lost', async () => {
-    const prefix = uniquePrefix('script-flush-force');
-    const locks = await res.lockClient({ keyPrefix: prefix });
-    const lock = locks.lock('cart:7');
-    const lease = await lock.acquire();
-    await flush();
-    expect(await lock.forceUnlock()).toBe(true);
-    expect(lease.signal.aborted).toBe(true);
-    expect(lease.signal.reason).toBeInstanceOf(LockLostError);
-    expect((lease.signal.reason as LockLostError).reason).toBe('force-unlocked');
-    expect(await lock.isLocked()).toBe(false);
   });
 });

@@ -520,7 +520,6 @@ const SEMAPHORE: Waitable = {
   applies: {
     ...LEASED,
     lossAfterFreeze: NO_OWNER,
-    cli: 'the operator CLI does not read a semaphore yet',
   },
   channel: (key) => `redisson_sc:{${key}}`,
   frees: [
@@ -596,7 +595,6 @@ const LATCH: Waitable = {
   applies: {
     ...LEASED,
     lossAfterFreeze: 'nothing is held: an await takes nothing that could be lost',
-    cli: 'the operator CLI does not read a count-down latch yet',
   },
   channel: (key) => `redisson_countdownlatch__channel__{${key}}`,
   frees: [
