@@ -101,9 +101,9 @@ describe('watchdog', () => {
   });
 
   it('takes a renewal reply that came in while its event loop was blocked past the call timeout', async () => {
-    // Renewed every 500 ms, each renewal call given 500 ms; a hold is known held until a lease
-    // after the send of its last confirmed renewal.
-    const watchdogTimeoutMs = 1_500;
+    // Renewed every second, each renewal call given a second; a hold is known held until a
+    // lease after the send of its last confirmed renewal.
+    const watchdogTimeoutMs = 3_000;
     const intervalMs = watchdogTimeoutMs / 3;
     // Past the renewal call's timeout, and well short of the lease left when it began.
     const blockMs = intervalMs + 150;
@@ -185,7 +185,9 @@ describe('watchdog', () => {
   });
 
   it('renews 1,000 held locks in one call per interval', async () => {
-    const watchdogTimeoutMs = 1_500;
+    // Each renewal call is given an interval: on a busy machine a call of 1,000 keys, watched by
+    // MONITOR, takes a good part of one, and a lease of three leaves room for a retry.
+    const watchdogTimeoutMs = 3_000;
     const intervalMs = watchdogTimeoutMs / 3;
     const count = 1_000;
     const locks = lockClient(watchdogTimeoutMs, 'wd-many');
