@@ -157,8 +157,12 @@ async function runRound(mode: Mode): Promise<RoundResult> {
   const workers: RunningWorker[] = [];
   try {
     await redis.set(keys.stock, String(STOCK));
+    const spawnedAt = performance.now();
     workers.push(...WORKERS.map((name) => startWorker(name, keyPrefix, mode)));
     await Promise.all(workers.map((worker) => worker.ready));
+    console.log(
+      `  ${workers.length} worker processes started in ${Math.round(performance.now() - spawnedAt)} ms`,
+    );
     const startedAt = performance.now();
     for (const worker of workers) worker.start();
 

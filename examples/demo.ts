@@ -60,8 +60,12 @@ const EXAMPLES: readonly Example[] = [
 
 const EXAMPLES_DIR = dirname(fileURLToPath(import.meta.url));
 const PROJECT_ROOT = dirname(EXAMPLES_DIR);
-/** Each example takes well under 20 s; this only catches one that hangs. */
-const EXAMPLE_TIMEOUT_MS = 60_000;
+/**
+ * Only catches an example that hangs. Each takes a few seconds on an idle machine; on a 2-core
+ * one at load 20, where every Node process took ~10 s to start, coupon-claim (seven processes)
+ * took over a minute.
+ */
+const EXAMPLE_TIMEOUT_MS = 180_000;
 const LOOPBACK = '127.0.0.1';
 const READY_TIMEOUT_MS = 10_000;
 const PORT_ATTEMPTS = 5;
