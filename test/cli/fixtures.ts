@@ -3,7 +3,9 @@
  * print, read straight from Redis. Key names are spelt out (not taken from src/keys.ts), so a
  * renamed key fails the tests.
  */
+import { RESP_TYPES } from 'redis';
 import type { AcquireOptions, Lease, LockHandle } from '../../src/index.js';
+import type { KindName } from '../support/kinds.js';
 import type { Redis } from '../support/resources.js';
 import { waitUntil } from '../support/wait.js';
 
@@ -11,6 +13,31 @@ import { waitUntil } from '../support/wait.js';
 export function queueKeyOf(key: string): string {
   return `latchkey_queue:{${key}}`;
 }
+
+/** A fair lock's queue of waiting owners, for a key without a hash tag. */
+export function fairQueueKeyOf(key: string): string {
+  return `redisson_lock_queue:{${key}}`;
+}
+
+/** A permit semaphore's permits out, for a key without a hash tag. */
+export function permitTimeoutKeyOf(key: string): string {
+  return `{${key}}:timeout`;
+}
+
+/**
+ * The kind the CLI names for each test fixture kind while one holds it, and once the holder
+ * released it. A fair lock nobody waits for has a plain lock's layout; a permit semaphore keeps
+ * its counter, which `watch` goes on reading as the permit semaphore it saw.
+ */
+export const CLI_KIND_OF: Readonly<Record<KindName, { readonly held: string; readonly released: string }>> = {
+  lock: { held: 'lock', released: 'free' },
+  fencedLock: { held: 'fenced-lock', released: 'free' },
+  simpleLock: { held: 'simple-lock', released: 'free' },
+  fairLock: { held: 'lock', released: 'free' },
+  permitSemaphore: { held: 'permit-semaphore', released: 'permit-semaphore' },
+  readLock: { held: 'read-write-lock', released: 'free' },
+  writeLock: { held: 'read-write-lock', released: 'free' },
+};
 
 /** The `--prefix` a handle was made with: its key minus its name. */
 export function prefixOf(handle: { readonly key: string; readonly name: string }): string {
@@ -69,18 +96,30 @@ export async function waitForQueue(admin: Redis, key: string, length: number): P
 
 /**
  * What must never appear in the CLI's output for the lock at `key`: the owner fields of a hash
- * and their client ids, a string's token, and the wait queue's entries and their parts.
+ * and their client ids (a read-write lock's `mode` is none), a string's token (a counter is
+ * none), a permit semaphore's permit ids, and the entries of the wait queue and the fair queue
+ * and their parts.
  */
 export async function secretsOf(admin: Redis, key: string): Promise<string[]> {
   const type = await admin.type(key);
   const secrets: string[] = [];
   if (type === 'hash') {
-    for (const field of await admin.hKeys(key)) secrets.push(field, field.split(':')[0] ?? field);
+    for (const field of await admin.hKeys(key)) {
+      if (field !== 'mode') secrets.push(field, field.split(':')[0] ?? field);
+    }
   } else if (type === 'string') {
-    secrets.push((await admin.get(key)) ?? '');
+    const value = (await admin.get(key)) ?? '';
+    if (!/^-?\d+$/.test(value)) secrets.push(value);
   }
-  for (const entry of await admin.lRange(queueKeyOf(key), 0, -1)) {
-    secrets.push(entry, ...entry.split(' ').filter((part) => part.length >= 8));
+  const permitIds = await admin.sendCommand<Buffer[]>(['ZRANGE', permitTimeoutKeyOf(key), '0', '-1'], {
+    typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer },
+  });
+  for (const id of permitIds) secrets.push(id.toString('hex'), id.toString('latin1'));
+  for (const entry of [
+    ...(await admin.lRange(queueKeyOf(key), 0, -1)),
+    ...(await admin.lRange(fairQueueKeyOf(key), 0, -1)),
+  ]) {
+    secrets.push(entry, ...entry.split(/[ :]/).filter((part) => part.length >= 8));
   }
   if (secrets.length === 0) throw new Error(`no secrets found for ${key}: is the lock held?`);
   return secrets;

@@ -16,7 +16,8 @@ interface InspectJson {
   redisType: string;
 }
 
-describe('latchkey inspect', () => {
+// Each test runs the CLI, whose node and tsx start slowly on a loaded two-core machine.
+describe('latchkey inspect', { timeout: 120_000 }, () => {
   const suite = sharedSuite('cli-inspect');
 
   /** `inspect` as text and as JSON, run side by side. */

@@ -25,11 +25,15 @@ export interface CliRunOptions {
   readonly stdin?: string;
   /** The command to run instead of node with {@link FROM_SOURCES}, e.g. a built dist/cli.js. */
   readonly command?: readonly string[];
-  /** Killed (SIGKILL) after this long; the run then has signal SIGKILL. Default 20 s. */
+  /** Killed (SIGKILL) after this long; the run then has signal SIGKILL. Default 60 s. */
   readonly killAfterMs?: number;
 }
 
-const DEFAULT_KILL_AFTER_MS = 20_000;
+/**
+ * Only a CLI that hangs is killed: node and tsx alone take several seconds to start on a loaded
+ * two-core machine, and several runs may start at once.
+ */
+const DEFAULT_KILL_AFTER_MS = 60_000;
 
 /**
  * Runs the CLI with `args` to the end. REDIS_URL is removed from its environment so a test

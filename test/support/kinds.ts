@@ -250,8 +250,7 @@ export const PERMIT_SEMAPHORE: Kind = {
   reentrant: false,
   fenced: false,
   handsOver: false,
-  // The CLI reads a string key as a simple lock's token: it does not know permit semaphores yet.
-  cli: false,
+  cli: true,
   channelPerOwner: false,
   exclusive: true,
   renewScript: 'permit-semaphore/renew',
@@ -279,8 +278,7 @@ export const READ_LOCK: Kind = {
   fenced: false,
   handsOver: false,
   exclusive: false,
-  // The CLI reads a hash as a lock's owners: it does not know the `mode` field yet.
-  cli: false,
+  cli: true,
   channelPerOwner: false,
   renewScript: 'read-write-lock/read-renew',
   handle: (locks, name) => locks.readWriteLock(name).readLock(),
@@ -298,7 +296,7 @@ export const WRITE_LOCK: Kind = {
   fenced: false,
   handsOver: false,
   exclusive: true,
-  cli: false,
+  cli: true,
   channelPerOwner: false,
   renewScript: 'read-write-lock/write-renew',
   handle: (locks, name) => locks.readWriteLock(name).writeLock(),
