@@ -411,6 +411,9 @@ describe('FairLock', () => {
       { waiterTimeoutMs: '10000' },
       { waiterTimeoutMs: Number.POSITIVE_INFINITY },
       { waiterTimeoutMs: 2_147_483_648 },
+      { waitStepMs: 0 },
+      { waitStepMs: 2.5 },
+      { waitStepMs: '300000' },
       { reentrant: 'yes' },
       { waitMs: 10 },
       'fast',
@@ -423,6 +426,9 @@ describe('FairLock', () => {
     );
     expect(() => locks.fairLock('', {})).toThrow(InvalidArgumentError);
     expect(locks.fairLock('settlements:ok', { waiterTimeoutMs: 30 }).waiterTimeoutMs).toBe(30);
+    // Redisson's default fairLockWaitTimeout, unless told otherwise.
+    expect(locks.fairLock('settlements:ok').waitStepMs).toBe(300_000);
+    expect(locks.fairLock('settlements:ok', { waitStepMs: 5_000 }).waitStepMs).toBe(5_000);
     await sleep(200);
     expect(commandsFrom(monitor.lines)).toEqual([]);
   });
