@@ -656,8 +656,10 @@ export class Acquirer {
       try {
         ({ reply, acknowledged } = await this.#calls.synced(
           protocol.acquire(request, false),
-          // A call with a deadline ends by it plus one command timeout, whatever Redis does.
-          (attempt) => (Number.isFinite(deadline) ? performance.now() < deadline : attempt < 6),
+          // A call with a deadline ends by it plus one command timeout, whatever Redis does; one
+          // without keeps trying through an outage (as a semaphore's or a latch's wait does) until
+          // its caller aborts or the client closes.
+          () => (Number.isFinite(deadline) ? performance.now() < deadline : call.signal?.aborted !== true),
           deadline + this.#calls.timeoutMs,
           // A repeated call may find the entry its first copy queued.
           () => protocol.acquire(request, true),

@@ -238,7 +238,8 @@ export class Calls {
         return this.#watched(tryOnce(retry, this.#tryTimeout(until, sentAt)), sentAt, retry.keys[0]);
       },
       {
-        retries: 1_000,
+        // Bounded by keepTrying and until, which every caller sets.
+        retries: Number.POSITIVE_INFINITY,
         minTimeout: 20,
         maxTimeout: 1_000,
         factor: 2,

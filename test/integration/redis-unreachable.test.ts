@@ -16,7 +16,7 @@ import { uniquePrefix } from '../support/keys.js';
 import { KINDS } from '../support/kinds.js';
 import { startRedis, type RedisInstance } from '../support/redis-server.js';
 import { testResources } from '../support/resources.js';
-import { settle, waitUntil, within } from '../support/wait.js';
+import { settle, sleep, waitUntil, within } from '../support/wait.js';
 
 const COMMAND_TIMEOUT_MS = 400;
 /**
@@ -171,6 +171,27 @@ describe('while Redis is unreachable', () => {
     expect((await within(second, WAIT_MS, 'the second waiter')).error).toBeUndefined();
     await waitUntil('the second redisReachable', () => reports.reachable.length >= 2, WAIT_MS);
     expect(warnings).toHaveLength(1);
+  });
+
+  it('a wait of every kind without waitMs keeps trying through an outage of ten command timeouts, and gets in once Redis is back', async () => {
+    const prefix = uniquePrefix('unreachable');
+    const locks = await client({ keyPrefix: prefix });
+    const reports = reportsOf(locks);
+    await Promise.all(WAITABLES.map((kind) => kind.warm(locks, `warm-up:${kind.name}`)));
+
+    await kill();
+    const waits = WAITABLES.map((kind) => settle(kind.wait(locks, `report:${kind.name}`, undefined)));
+    // Every try of every wait goes unanswered meanwhile, and each is tried again.
+    await sleep(10 * COMMAND_TIMEOUT_MS);
+    const ended = await Promise.race([Promise.all(waits), sleep(0).then(() => undefined)]);
+    expect(ended).toBeUndefined();
+    await restart();
+
+    const outcomes = await within(Promise.all(waits), WAIT_MS, 'the waits');
+    expect(outcomes.map((outcome, i) => [WAITABLES[i]?.name, outcome.error])).toEqual(
+      WAITABLES.map((kind) => [kind.name, undefined]),
+    );
+    expect(reports.unreachable.length).toBeGreaterThanOrEqual(1);
   });
 
   describe.each(WAITABLES)('$name', (kind) => {
