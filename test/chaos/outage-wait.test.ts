@@ -8,11 +8,23 @@
  * Afterwards Redis holds what it would have held had nothing been retried: the available one as
  * it was before its wait, the blocked one as a block lifted with nobody waiting leaves it — so a
  * semaphore's counter is back at its permits (an acquire whose reply was lost in the freeze took
- * its permits once, or gave them back).
+ * its permits once, or gave them back). And a wait whose `waitMs` runs out while Redis is still
+ * frozen ends by its `waitMs` plus one command timeout, with a `REDIS_ERROR` (or the kind's timeout,
+ * had a last try got through), and leaves nothing taken once Redis answers.
  */
 import { describe, expect, it } from 'vitest';
-import { EVERY_KIND, residue, skips, titled, type Scene, type Waitable } from '../support/every-kind.js';
+import { LockError } from '../../src/index.js';
+import {
+  EVERY_KIND,
+  LatchClosed,
+  residue,
+  skips,
+  titled,
+  type Scene,
+  type Waitable,
+} from '../support/every-kind.js';
 import { uniquePrefix } from '../support/keys.js';
+import { watchEventLoopDelay } from '../support/stamps.js';
 import { settle, sleep, waitUntil, within } from '../support/wait.js';
 import { ownServer } from './own-server.js';
 
@@ -27,6 +39,9 @@ const COMMAND_TIMEOUT_MS = 1_000;
 const GETS_IN_WITHIN_MS = 2 * (1_000 + COMMAND_TIMEOUT_MS);
 /** How long the clean-up of calls given up during the freeze may take once Redis answers. */
 const CLEAN_WITHIN_MS = 5_000;
+/** A wait that runs out during a freeze longer than it and its command timeout together. */
+const SHORT_WAIT_MS = 1_500;
+const SHORT_COMMAND_TIMEOUT_MS = 500;
 
 describe('Waiting through a Redis outage', () => {
   const env = ownServer();
@@ -119,6 +134,73 @@ describe('Waiting through a Redis outage', () => {
         console.info(
           `[outage-wait] ${waitable.name}: in ${firstLag} ms after Redis answered; ` +
             `the blocked one ${secondLag} ms after its block was lifted`,
+        );
+      },
+      60_000,
+    );
+
+    const endTitle =
+      'a wait that runs out while Redis is frozen ends by waitMs plus the command timeout, ' +
+      'says why, and leaves nothing taken';
+    it.skipIf(skips(waitable, 'outage'))(
+      titled(waitable, 'outage', endTitle),
+      async () => {
+        const keyPrefix = uniquePrefix(`outage-end-${waitable.name}`);
+        const options = { keyPrefix, commandTimeoutMs: SHORT_COMMAND_TIMEOUT_MS };
+        const locks = await res.lockClient(options);
+        const holder = await res.lockClient(options);
+        const scene = (name: string): Scene => ({
+          holder,
+          other: holder,
+          admin: env.admin,
+          name,
+          key: keyPrefix + name,
+        });
+        const [available, warm] = ['available', 'warm-up'].map(scene);
+        if (available === undefined || warm === undefined) throw new Error('no scenes');
+        await waitable.available(warm);
+        await (await waitable.wait(locks, warm.name, { waitMs: 5_000 })).give();
+        await waitable.available(available);
+        const before = await leftOf(available);
+
+        await env.server.pause();
+        const lateness = watchEventLoopDelay();
+        const startedAt = performance.now();
+        let ended;
+        try {
+          ended = await within(
+            settle(waitable.wait(locks, available.name, { waitMs: SHORT_WAIT_MS })),
+            SHORT_WAIT_MS + 10_000,
+            'the wait while Redis is frozen',
+          );
+        } finally {
+          lateness.stop();
+          await env.server.resume();
+        }
+        const tookMs = Math.round(ended.at - startedAt);
+        // Every call ends by its waitMs plus one command timeout, whatever Redis does; plus how
+        // late this process's timers ran meanwhile.
+        expect(tookMs).toBeLessThanOrEqual(SHORT_WAIT_MS + SHORT_COMMAND_TIMEOUT_MS + lateness.maxMs() + 50);
+        // It says why: Redis did not answer (or, had a last try got through, that the wait ran out).
+        const error = ended.error;
+        const why =
+          error instanceof LockError ? error.code : error instanceof LatchClosed ? 'closed' : String(error);
+        expect(['REDIS_ERROR', 'ACQUIRE_TIMEOUT', 'closed']).toContain(why);
+        expect(ended.value).toBeUndefined();
+
+        // Whatever a try sent during the freeze may have taken is given back once Redis answers.
+        await waitUntil(
+          'the available one is left as it was',
+          async () => JSON.stringify(await leftOf(available)) === JSON.stringify(before),
+          CLEAN_WITHIN_MS,
+        ).catch(() => undefined);
+        expect(await leftOf(available)).toEqual(before);
+        await sleep(500);
+        expect(await leftOf(available)).toEqual(before);
+        await (await waitable.wait(locks, available.name, { waitMs: 0 })).give();
+        expect(env.unhandled).toEqual([]);
+        console.info(
+          `[outage-wait] ${waitable.name}: ended after ${tookMs} ms (${why}) with waitMs ${SHORT_WAIT_MS}`,
         );
       },
       60_000,
