@@ -268,6 +268,8 @@ export class Engine {
       assertOpen: () => this.assertOpen(),
       telemetry: this.conditionTelemetry,
     };
+    // A wait aborted before it starts sends nothing, not even the server check, as an acquire.
+    if (!this.#closed && signal?.aborted === true) return Promise.reject(signal.reason as Error);
     const startedAt = performance.now();
     const waited = this.#server.passed
       ? waitFor(host, condition, waitMs, signal, startedAt)

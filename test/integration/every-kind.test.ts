@@ -21,7 +21,6 @@ import {
   titled,
   type Scene,
   type Waitable,
-  type WaitableName,
 } from '../support/every-kind.js';
 import { uniquePrefix } from '../support/keys.js';
 import { clientAddr, commandsFrom, type CommandMonitor } from '../support/monitor.js';
@@ -43,12 +42,6 @@ const WAIT_MS = 300;
 const ABORT_BOUND_MS = 100;
 /** The waiters' subscription linger, so a test sees the subscription dropped. */
 const LINGER_MS = 50;
-/**
- * KNOWN DEFECT, reported: the first wait of a client on these kinds (Engine.waitFor) sends the
- * client's one server check, `INFO server`, before it looks at the signal, so an already-aborted
- * signal still costs a command. The locks look at the signal first.
- */
-const SERVER_CHECK_BEFORE_SIGNAL: ReadonlySet<WaitableName> = new Set(['semaphore', 'countDownLatch']);
 
 describe.each(EVERY_KIND)('every kind: $name', (waitable: Waitable) => {
   let url: string;
@@ -229,20 +222,8 @@ describe.each(EVERY_KIND)('every kind: $name', (waitable: Waitable) => {
       },
     );
 
-    // A known defect is marked `fails`, so that its fix shows here as a test to turn back on.
-    const itBeforeAnyCommand = skips(waitable, 'abort')
-      ? it.skip
-      : SERVER_CHECK_BEFORE_SIGNAL.has(waitable.name)
-        ? it.fails
-        : it;
-    itBeforeAnyCommand(
-      titled(
-        waitable,
-        'abort',
-        `an already-aborted signal rejects with its reason before any Redis command${
-          SERVER_CHECK_BEFORE_SIGNAL.has(waitable.name) ? ' (KNOWN DEFECT: sends INFO server first)' : ''
-        }`,
-      ),
+    it.skipIf(skips(waitable, 'abort'))(
+      titled(waitable, 'abort', 'an already-aborted signal rejects with its reason before any Redis command'),
       async () => {
         const scene = await stage('aborted');
         const monitor = await res.monitor();
