@@ -38,11 +38,13 @@ export function isUnreachable(error: unknown): boolean {
 }
 
 /**
- * Whether this client's calls reach Redis. Told of every call that went unanswered and, while an
- * outage is suspected, of every answer; when nothing has answered for the command timeout since
- * the first unanswered call was sent, it emits `redisUnreachable` (and, the first time on the
- * client, a process warning), and `redisReachable` at the next answer. Calls go on as they would:
- * this only reports. Cheap while Redis answers: one boolean read per call.
+ * Whether this client's calls reach Redis. Told of every try that went unanswered (an acquire's, a
+ * wait's, a read's, any retry; of a renewal's or a release's first try only the answer, as their
+ * failures have events and retries of their own), of the subscriber connection's failures, and,
+ * while an outage is suspected, of every answer. When nothing has answered for the command timeout
+ * since the first unanswered try was sent, it emits `redisUnreachable` (and, the first time on
+ * the client, a process warning), and `redisReachable` at the next answer. Calls go on as they
+ * would: this only reports. Cheap while Redis answers: one boolean read per call.
  * @internal
  */
 export class Reachability {
