@@ -372,8 +372,7 @@ export class Holds {
       ));
     } catch (error) {
       if (this.#settings.isClosed()) return true;
-      this.#settings.telemetry.renewalFailed(protocol, holds.length);
-      this.#renewFailed(holds, toError(error));
+      this.#renewFailed(protocol, holds, toError(error));
       return false;
     }
     const renewed = protocol.renewOutcome(reply, holds.length);
@@ -389,8 +388,8 @@ export class Holds {
     const required = this.#calls.replication?.count ?? 0;
     const replicated = acknowledged >= required;
     if (!replicated) {
-      this.#settings.telemetry.renewalFailed(protocol, holds.length);
       this.#renewFailed(
+        protocol,
         holds,
         new ReplicationError(
           `Only ${acknowledged} of the ${required} replicas required acknowledged a renewal in time`,
@@ -417,12 +416,13 @@ export class Holds {
   }
 
   /**
-   * Emits `renewFailed` for the holds of a failed renewal that are still held: one declared lost
-   * while the call was under way was reported in `lockLost` and will not be retried.
+   * Counts and emits `renewFailed` for the holds of a failed renewal that are still held: one
+   * declared lost while the call was under way was reported in `lockLost` and will not be retried.
    */
-  #renewFailed(holds: readonly Hold[], error: Error): void {
+  #renewFailed(protocol: Protocol, holds: readonly Hold[], error: Error): void {
     const held = holds.filter((hold) => !hold.lost && this.#byChain.get(hold.chain) === hold);
     if (held.length === 0) return;
+    this.#settings.telemetry.renewalFailed(protocol, held.length);
     this.#events.emit('renewFailed', {
       names: held.map((hold) => hold.name),
       error,
