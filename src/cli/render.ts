@@ -15,7 +15,7 @@ export function renderInspect(snapshot: Snapshot): string {
 }
 
 const LIST_COLUMNS = ['KIND', 'HOLDERS', 'TTL', 'WAITING', 'COUNT'] as const;
-const LIST_WIDTHS = [19, 9, 13, 9, 7] as const;
+const LIST_WIDTHS = [21, 9, 13, 9, 7] as const;
 
 /** `list`'s header line. @internal */
 export function listHeader(): string {
@@ -24,7 +24,7 @@ export function listHeader(): string {
 
 /** A counter's kind in a table cell: the long title does not fit. */
 function listKind(snapshot: Snapshot): string {
-  return snapshot.kind === 'counter' ? 'counter (see inspect)' : kindText(snapshot);
+  return snapshot.kind === 'counter' ? 'counter (ambiguous)' : kindText(snapshot);
 }
 
 /**
