@@ -74,9 +74,9 @@ describe('latchkey force-unlock', { timeout: 120_000 }, () => {
   describe.each(CLI_KINDS)('$name', (kind) => {
     it('with --yes, frees the lock and a waiting acquire then gets it', async () => {
       const holder = kind.handle(suite.lockClient(), 'invoice:42');
-      const held = await holder.acquire({ leaseMs: 20_000 });
+      const held = await holder.acquire({ leaseMs: 300_000 });
       const waiter = kind.handle(suite.lockClient(), 'invoice:42');
-      const waiting = waiter.acquire({ waitMs: 15_000, leaseMs: 20_000 });
+      const waiting = waiter.acquire({ waitMs: 120_000, leaseMs: 300_000 });
       if (kind.handsOver) await waitForQueue(suite.admin, holder.key, 1);
       const secrets = await secretsOf(suite.admin, holder.key);
 
@@ -108,7 +108,7 @@ describe('latchkey force-unlock', { timeout: 120_000 }, () => {
 
   it('prints the outcome as JSON with --json', async () => {
     const lock = suite.lockClient().fencedLock('ledger:7');
-    await lock.acquire({ leaseMs: 20_000 });
+    await lock.acquire({ leaseMs: 300_000 });
     const run = await runCli([
       'force-unlock',
       'ledger:7',
@@ -132,7 +132,7 @@ describe('latchkey force-unlock', { timeout: 120_000 }, () => {
 
   it('refuses without --yes when stdin is not a terminal (exit 4), and leaves the lock alone', async () => {
     const lock = suite.lockClient().lock('invoice:43');
-    await lock.acquire({ leaseMs: 20_000 });
+    await lock.acquire({ leaseMs: 300_000 });
     const before = await suite.admin.hGetAll(lock.key);
 
     const run = await runCli(['force-unlock', 'invoice:43', '--prefix', prefixOf(lock), '--url', suite.url], {
@@ -147,7 +147,7 @@ describe('latchkey force-unlock', { timeout: 120_000 }, () => {
 
   it.skipIf(!HAS_SCRIPT)('on a terminal, unlocks only when the name is typed back', async () => {
     const lock = suite.lockClient().simpleLock('reports:nightly');
-    await lock.acquire({ leaseMs: 20_000 });
+    await lock.acquire({ leaseMs: 300_000 });
     const args = ['force-unlock', 'reports:nightly', '--prefix', prefixOf(lock), '--url', suite.url];
     const token = await suite.admin.get(lock.key);
 

@@ -23,9 +23,9 @@ describe('latchkey list', { timeout: 120_000 }, () => {
     const lock = locks.lock('orders:1');
     const fenced = locks.fencedLock('orders:2');
     const simple = locks.simpleLock('orders:3');
-    await lock.acquire({ leaseMs: 20_000 });
-    await fenced.acquire({ leaseMs: 20_000 });
-    await simple.acquire({ leaseMs: 20_000 });
+    await lock.acquire({ leaseMs: 300_000 });
+    await fenced.acquire({ leaseMs: 300_000 });
+    await simple.acquire({ leaseMs: 300_000 });
     const prefix = prefixOf(lock);
     await suite.admin.hSet(`${prefix}customer:9`, { email: 'ada@example.com' });
     await suite.admin.set(`${prefix}visits`, '12');
@@ -81,9 +81,9 @@ describe('latchkey list', { timeout: 120_000 }, () => {
     expect(lines).toHaveLength(5);
     expect(lines.slice(1)).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/^lock {2,}1 +\d+\.\d s +0 +- +orders:1$/),
-        expect.stringMatching(/^lock \(fenced\) +1 +\d+\.\d s +0 +- +orders:2$/),
-        expect.stringMatching(/^simple lock +1 +\d+\.\d s +0 +- +orders:3$/),
+        expect.stringMatching(/^lock {2,}1 +\d min \d+ s +0 +- +orders:1$/),
+        expect.stringMatching(/^lock \(fenced\) +1 +\d min \d+ s +0 +- +orders:2$/),
+        expect.stringMatching(/^simple lock +1 +\d min \d+ s +0 +- +orders:3$/),
         // A number without TTL may be a semaphore's or a latch's counter: the CLI says it cannot tell.
         expect.stringMatching(/^counter \(ambiguous\) +- +no expiry +- +12 +visits$/),
       ]),
@@ -127,8 +127,8 @@ describe('latchkey list', { timeout: 120_000 }, () => {
     // A prefix with glob characters matches only itself.
     const starred = suite.lockClient({ keyPrefix: `${prefix}team*:` }).lock('orders:9');
     const plain = suite.lockClient({ keyPrefix: `${prefix}teams:` }).lock('orders:8');
-    await starred.acquire({ leaseMs: 20_000 });
-    await plain.acquire({ leaseMs: 20_000 });
+    await starred.acquire({ leaseMs: 300_000 });
+    await plain.acquire({ leaseMs: 300_000 });
     const literal = await runCli(['list', '--prefix', `${prefix}team*:`, '--url', suite.url, '--json']);
     expect(literal.code, describeRun(literal)).toBe(0);
     expect(jsonLinesOf<ListJson>(literal).map((row) => row.key)).toEqual([starred.key]);

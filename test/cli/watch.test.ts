@@ -44,7 +44,7 @@ describe('latchkey watch', { timeout: 120_000 }, () => {
 
   it.each(CLI_KINDS)('reports the release of a $name, then stops after --count lines', async (kind) => {
     const handle = kind.handle(suite.lockClient(), 'invoice:42');
-    const lease = await handle.acquire({ leaseMs: 20_000 });
+    const lease = await handle.acquire({ leaseMs: 300_000 });
     const secrets = await secretsOf(suite.admin, handle.key);
     const watch = startWatch(handle, '--count', '2', '--interval', '100');
 
@@ -67,8 +67,8 @@ describe('latchkey watch', { timeout: 120_000 }, () => {
 
   it('reports a hand-over as a change of holder and queue, and stops on Ctrl-C with exit 0', async () => {
     const holder = suite.lockClient().lock('invoice:43');
-    const lease = await holder.acquire({ leaseMs: 20_000 });
-    const waiting = suite.lockClient().lock('invoice:43').acquire({ waitMs: 15_000, leaseMs: 20_000 });
+    const lease = await holder.acquire({ leaseMs: 300_000 });
+    const waiting = suite.lockClient().lock('invoice:43').acquire({ waitMs: 120_000, leaseMs: 300_000 });
     await waitForQueue(suite.admin, holder.key, 1);
     // The queue entry holds the waiter's owner field, which the hand-over makes the holder's.
     const secrets = await secretsOf(suite.admin, holder.key);
@@ -92,7 +92,7 @@ describe('latchkey watch', { timeout: 120_000 }, () => {
 
   it('prints the current state as text and stops after --duration', async () => {
     const lock = suite.lockClient().fencedLock('ledger:7');
-    const lease = await lock.acquire({ leaseMs: 20_000 });
+    const lease = await lock.acquire({ leaseMs: 300_000 });
     const run = await runCli([
       'watch',
       'ledger:7',
@@ -108,7 +108,7 @@ describe('latchkey watch', { timeout: 120_000 }, () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
       new RegExp(
-        `^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} {2}lock \\(fenced\\) {2}holders [0-9a-f]{8}×1 {2}ttl 1\\d\\.\\d s {2}token ${lease.token} {2}waiting 0$`,
+        `^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} {2}lock \\(fenced\\) {2}holders [0-9a-f]{8}×1 {2}ttl \\d min \\d+ s {2}token ${lease.token} {2}waiting 0$`,
       ),
     );
   });
