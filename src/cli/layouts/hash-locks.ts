@@ -148,6 +148,6 @@ export const FAIR_LOCK: Layout = {
     action: 'unlock',
     handle: (locks, name) => locks.fairLock(name),
     effect: `${HOLDERS_LOSE}, and the first waiter in its queue is woken; the queue keeps its order.`,
-    nothingHeld: 'nobody holds it (its first waiter is taking it)',
+    nothingHeld: 'its first waiter is taking it',
   },
 };
