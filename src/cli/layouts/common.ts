@@ -1,5 +1,5 @@
 import { formatMs, more, row } from '../format.js';
-import type { Holder, HolderLabels, Snapshot, Waiter } from '../snapshot.js';
+import type { Holder, HolderLabels, Snapshot, Waiter } from '../model.js';
 
 /** `<uuid>:<n>`: latchkey's `<clientId>:<ownerId>`, Redisson's `<uuid>:<threadId>`. @internal */
 export const OWNER_FIELD = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:\d+$/i;

@@ -1,7 +1,7 @@
 import { ExitCode } from '../exit-codes.js';
 import { more, row } from '../format.js';
 import type { Probe } from '../probe.js';
-import type { Holder, LockKind, Snapshot } from '../snapshot.js';
+import type { Holder, LockKind, Snapshot } from '../model.js';
 import { holderParts, holderRows, ttlText } from './common.js';
 import type { Layout } from './types.js';
 

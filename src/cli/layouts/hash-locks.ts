@@ -1,7 +1,7 @@
 import { fairWaiterChannel } from '../../keys.js';
 import { row } from '../format.js';
 import type { Probe } from '../probe.js';
-import type { Snapshot, Waiter } from '../snapshot.js';
+import type { Snapshot, Waiter } from '../model.js';
 import { holderParts, holderRows, numsub, ownersOf, waiterRows } from './common.js';
 import type { Layout, ReadContext } from './types.js';
 

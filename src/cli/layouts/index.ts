@@ -1,7 +1,7 @@
 import { ExitCode } from '../exit-codes.js';
 import { more, row } from '../format.js';
 import type { Probe } from '../probe.js';
-import type { LockKind, Snapshot } from '../snapshot.js';
+import type { LockKind, Snapshot } from '../model.js';
 import { holderParts, ttlText } from './common.js';
 import { COUNT_DOWN_LATCH, COUNTER, numberIn, PERMIT_SEMAPHORE, SEMAPHORE } from './counters.js';
 import { FAIR_LOCK, FENCED_LOCK, LOCK } from './hash-locks.js';

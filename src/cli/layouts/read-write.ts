@@ -1,7 +1,7 @@
 import { readerTimeoutPrefix } from '../../keys.js';
 import { row } from '../format.js';
 import type { Probe } from '../probe.js';
-import type { Holder, Snapshot } from '../snapshot.js';
+import type { Holder, Snapshot } from '../model.js';
 import { HOLD_COUNT, holderParts, holderRows, OWNER_FIELD } from './common.js';
 import type { Layout, ReadContext } from './types.js';
 

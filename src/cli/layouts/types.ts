@@ -2,7 +2,7 @@ import type { LockClient } from '../../index.js';
 import type { Connection } from '../connection.js';
 import type { ExitCode } from '../exit-codes.js';
 import type { Probe } from '../probe.js';
-import type { Holder, HolderLabels, LockKind, Permits, Snapshot, Waiter } from '../snapshot.js';
+import type { Holder, HolderLabels, LockKind, Permits, Snapshot, Waiter } from '../model.js';
 
 /** What a kind's reader makes of a probe: the kind's part of a {@link Snapshot}. @internal */
 export interface KindState {
