@@ -446,7 +446,7 @@ describe('ReadWriteLock', () => {
     await sleep(900);
     expect(keeper.signal.aborted).toBe(false);
     expect(await leaseKeys(suite.admin, rw.key)).toHaveLength(1);
-    await expect(victim.release()).rejects.toThrow(/not held/);
+    await expect(victim.release()).rejects.toThrow(/cannot be released: .* was lost/);
     await keeper.release();
     expect(await suite.admin.exists(rw.key)).toBe(0);
   });
