@@ -491,11 +491,11 @@ describe('FairLock acquires with an unknown outcome', () => {
     const watch = await res.monitor();
 
     // The lock is free: the request is applied once the server reads it, but no reply comes in time.
+    // Redis stays paused until the acquire has ended (by its waitMs + commandTimeoutMs), however
+    // late this process's timers run.
     await server.pause();
-    const given = settle(lock.acquire({ waitMs: 300 }));
-    await sleep(400);
+    const outcome = await settle(lock.acquire({ waitMs: 300 }));
     await server.resume();
-    const outcome = await given;
     expect(outcome.error).toBeInstanceOf(LockError);
     expect(['REDIS_ERROR', 'ACQUIRE_TIMEOUT']).toContain((outcome.error as LockError).code);
     await waitUntil('the lock is free', async () => (await admin.exists(key)) === 0, 2_000);
