@@ -137,6 +137,18 @@ export async function waitFor<T>(
     signal?.throwIfAborted();
     const generationBefore = notifications.generationOf(condition.channel);
     let found = await attempt();
+    // While Redis cannot be reached, no subscription can be made either: try again first, as a
+    // lock's acquire does, and subscribe once a try got through.
+    while (!found.done && failure !== undefined && waitMs !== 0) {
+      const remaining = deadline - performance.now();
+      if (remaining <= 0) return ranOut();
+      const pause = new Promise<void>((resolve) =>
+        setTimeout(resolve, Math.min(remaining, found.done ? 0 : found.recheckMs)),
+      );
+      await (signal === undefined ? pause : abortable(pause, signal));
+      host.assertOpen();
+      found = await attempt();
+    }
     if (found.done) {
       met = true;
       return found.value;
