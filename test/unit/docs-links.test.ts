@@ -1,7 +1,8 @@
 /**
- * The README and the pages in docs/ link to each other and into the repository: every relative
- * link must reach a file that exists and, when it names a #fragment, a heading of that file, by
- * the anchors GitHub gives headings. The README stays a front page of at most 600 lines.
+ * The README, the pages in docs/ and the changelogs link to each other and into the
+ * repository: every relative link must reach a file that exists and, when it names a
+ * #fragment, a heading of that file, by the anchors GitHub gives headings. The README stays a
+ * front page of at most 600 lines.
  */
 import {
   existsSync,
@@ -25,7 +26,8 @@ const DOCS = readdirSync(join(ROOT, 'docs'))
   .filter((file) => file.endsWith('.md'))
   .sort()
   .map((file) => `docs/${file}`);
-const PAGES = ['README.md', ...DOCS];
+/** The changelogs link into docs/ too. */
+const PAGES = ['README.md', ...DOCS, 'CHANGELOG.md', 'bench/CHANGELOG.md'];
 
 /** The text outside fenced code blocks, one entry per line (fenced lines become empty). */
 function proseLines(markdown: string): string[] {
@@ -111,7 +113,7 @@ function brokenLinks(root: string, page: string): string[] {
   return problems;
 }
 
-describe('links in the README and docs/', () => {
+describe('links in the README, docs/ and the changelogs', () => {
   it('there are pages in docs/ to check', () => {
     expect(DOCS.length).toBeGreaterThan(0);
   });
