@@ -250,10 +250,12 @@ function measure(root) {
 }
 
 const keyOf = (entry) => `${entry.path}\0${entry.what}\0${entry.name}`;
+/** Code-point order, so that the list comes out the same whatever the machine's locale. */
+const compareText = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
 const byPlace = (a, b) =>
-  a.path.localeCompare(b.path) ||
+  compareText(a.path, b.path) ||
   KIND_ORDER.indexOf(a.what) - KIND_ORDER.indexOf(b.what) ||
-  a.name.localeCompare(b.name);
+  compareText(a.name, b.name);
 
 function readList(file) {
   if (!existsSync(file)) return [];
@@ -316,7 +318,7 @@ function describe(finding) {
 }
 
 function report(rows, gone, listName, out) {
-  const byLine = (a, b) => a.finding.path.localeCompare(b.finding.path) || a.finding.line - b.finding.line;
+  const byLine = (a, b) => compareText(a.finding.path, b.finding.path) || a.finding.line - b.finding.line;
   for (const { finding, entry, status } of [...rows].sort(byLine)) {
     const text = describe(finding);
     if (status === 'listed') out(`${text}  [listed]`);
