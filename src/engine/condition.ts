@@ -2,7 +2,8 @@ import { LockError } from '../errors.js';
 import { isTransient } from '../scripts/runner.js';
 import { redisError } from './calls.js';
 import type { ConditionTelemetry } from './condition-telemetry.js';
-import type { Notifications, Waiter } from './notifications.js';
+import type { Notifications } from './wait/channels.js';
+import type { Waiter } from './wait/waiter.js';
 import { abortable, within } from './timing.js';
 
 /**

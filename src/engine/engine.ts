@@ -15,7 +15,7 @@ import { OperationChains } from './chains.js';
 import { Events } from './events.js';
 import { Holds } from './holds.js';
 import type { Lease, LeaseFactory } from './lease.js';
-import { Notifications } from './notifications.js';
+import { Notifications } from './wait/channels.js';
 import { Reachability } from './reachability.js';
 import { createTelemetry, NO_TELEMETRY, openTelemetry } from './telemetry.js';
 import { Replication, type ReplicationSettings } from './replication.js';

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ClientClosedError } from '../../src/errors.js';
-import { Notifications } from '../../src/engine/notifications.js';
+import { Notifications } from '../../src/engine/wait/channels.js';
 import type { Subscriber } from '../../src/redis/connection.js';
 
 class RecordingSubscriber implements Subscriber {

@@ -1,7 +1,7 @@
 // The shared timer behind every wait's bound: fires each live bound once, in order, never before
 // its time by the monotonic clock; a cancelled bound never fires.
 import { afterEach, describe, expect, it } from 'vitest';
-import { WaitTimers, type TimedOut } from '../../src/engine/wait-timers.js';
+import { WaitTimers, type TimedOut } from '../../src/engine/wait/wait-timers.js';
 
 function recorder(fired: { name: string; at: number }[], name: string): TimedOut {
   return { timedOut: () => fired.push({ name, at: performance.now() }) };
