@@ -27,7 +27,7 @@ import {
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const VITEST = fileURLToPath(new URL('../../node_modules/vitest/vitest.mjs', import.meta.url));
 const CONFIG = fileURLToPath(new URL('./acl.config.ts', import.meta.url));
-const NESTED_TIMEOUT_MS = 400_000;
+const NESTED_TIMEOUT_MS = 900_000;
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 
 interface NestedRun {
@@ -234,5 +234,5 @@ describe('least privilege', () => {
     expect(
       texts.some((text) => text.startsWith('acquire rejected') && text.includes('LockTimeoutError')),
     ).toBe(true);
-  }, 420_000);
+  }, 920_000);
 });
