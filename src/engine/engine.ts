@@ -13,7 +13,7 @@ import { waitFor, type Condition } from './condition.js';
 import type { ConditionTelemetry } from './condition-telemetry.js';
 import { OperationChains } from './chains.js';
 import { Events } from './events.js';
-import { Holds } from './holds.js';
+import { Holds } from './holds/holds.js';
 import type { Lease, LeaseFactory } from './lease.js';
 import { Notifications } from './wait/channels.js';
 import { Reachability } from './reachability.js';

@@ -1,5 +1,5 @@
 import { LockError, LockNotOwnedError } from '../errors.js';
-import type { Hold } from './hold.js';
+import type { Hold } from './holds/hold.js';
 
 /**
  * Makes the lease a kind hands out for one acquisition: `proof` is what the kind's script added

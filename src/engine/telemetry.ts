@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import type * as OpenTelemetry from '@opentelemetry/api';
 import { LockNotOwnedError, type LockLostReason } from '../errors.js';
 import { ConditionReporter, NO_CONDITION_TELEMETRY, type ConditionTelemetry } from './condition-telemetry.js';
-import type { Hold } from './hold.js';
+import type { Hold } from './holds/hold.js';
 import type { Lease } from './lease.js';
 import {
   ACQUIRE_OUTCOME,

@@ -1,6 +1,6 @@
 import type { Calls } from './calls.js';
 import { chainId, type OperationChains } from './chains.js';
-import type { Holds } from './holds.js';
+import type { Holds } from './holds/holds.js';
 import { type Ticket, TicketBook } from './ticket.js';
 
 /** How long a ticket whose waiter gave up is remembered, so a late hand-over to it is returned. */

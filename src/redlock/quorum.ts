@@ -1,4 +1,4 @@
-import { Hold, lostRelease } from '../engine/hold.js';
+import { Hold, lostRelease } from '../engine/holds/hold.js';
 import { Lease, type LeaseHost } from '../engine/lease.js';
 import type { Events } from '../engine/events.js';
 import type { Target } from '../engine/types.js';

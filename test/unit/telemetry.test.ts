@@ -10,7 +10,7 @@ import {
   NO_TELEMETRY,
   openTelemetry,
 } from '../../src/engine/telemetry.js';
-import type { Hold } from '../../src/engine/hold.js';
+import type { Hold } from '../../src/engine/holds/hold.js';
 import type { Lease } from '../../src/engine/lease.js';
 import type { Protocol, Target } from '../../src/engine/types.js';
 

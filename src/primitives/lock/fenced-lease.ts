@@ -1,4 +1,4 @@
-import type { Hold } from '../../engine/hold.js';
+import type { Hold } from '../../engine/holds/hold.js';
 import { Lease, type LeaseHost, type LeaseJSON } from '../../engine/lease.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { Engine } from '../../engine/engine.js';
 import { hashHoldCount } from '../../engine/hold-count.js';
-import type { Hold } from '../../engine/hold.js';
+import type { Hold } from '../../engine/holds/hold.js';
 import type { LeaseHost } from '../../engine/lease.js';
 import { CONTEXT_OWNERS, LockHandle } from '../../engine/handle.js';
 import type { Protocol } from '../../engine/types.js';

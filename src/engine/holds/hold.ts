@@ -1,6 +1,6 @@
-import { LockNotOwnedError, type LockLostError } from '../errors.js';
-import { chainId } from './chains.js';
-import type { Target } from './types.js';
+import { LockNotOwnedError, type LockLostError } from '../../errors.js';
+import { chainId } from '../chains.js';
+import type { Target } from '../types.js';
 
 /** What releasing a hold that was already lost rejects with: it says why it was lost. */
 export function lostRelease(hold: Hold): LockNotOwnedError {
