@@ -42,6 +42,12 @@ export interface LocalCluster {
   stop(): Promise<void>;
 }
 
+/** A node's port, or its bus port, was taken by another process between the check and the bind. */
+class PortTakenError extends Error {}
+
+/** How many times a cluster is started on fresh ports when another process took one first. */
+const PORT_ATTEMPTS = 5;
+
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -84,6 +90,8 @@ class Node implements ClusterNode {
   readonly url: string;
   readonly #dir: string;
   #process: ChildProcess | undefined;
+  /** The end of what the running process printed: the reason, when it exits at start. */
+  #output = '';
 
   constructor(port: number, dir: string) {
     this.port = port;
@@ -128,10 +136,17 @@ class Node implements ClusterNode {
         '--loglevel',
         'warning',
       ],
-      { stdio: 'ignore' },
+      { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     child.unref();
     this.#process = child;
+    this.#output = '';
+    for (const stream of [child.stdout, child.stderr]) {
+      stream.setEncoding('utf8').on('data', (chunk: string) => {
+        this.#output = (this.#output + chunk).slice(-4_000);
+      });
+      (stream as unknown as { unref?: () => void }).unref?.();
+    }
     const until = performance.now() + READY_TIMEOUT_MS;
     for (;;) {
       try {
@@ -139,7 +154,12 @@ class Node implements ClusterNode {
       } catch {
         // Not listening yet.
       }
-      if (!this.alive) throw new Error(`redis-server on port ${this.port} exited at start`);
+      if (!this.alive) {
+        // 'exit' can overtake the last output, which holds the reason.
+        await delay(50);
+        const reason = `redis-server on port ${this.port} exited at start. Output:\n${this.#output}`;
+        throw /address already in use/i.test(this.#output) ? new PortTakenError(reason) : new Error(reason);
+      }
       if (performance.now() > until) throw new Error(`redis-server on port ${this.port} did not start`);
       await delay(50);
     }
@@ -162,9 +182,26 @@ class Node implements ClusterNode {
   }
 }
 
-/** Starts a cluster of 3 masters and 3 replicas and waits until it is healthy. */
+/**
+ * Starts a cluster of 3 masters and 3 replicas and waits until it is healthy. The ports are
+ * checked free before the nodes bind them, so another process can take one in between: the
+ * cluster then starts again on other ports.
+ */
 export async function startCluster(): Promise<LocalCluster> {
   if (spawnSync('redis-server', ['--version']).status !== 0) throw new Error('redis-server is not on PATH');
+  let lastError: unknown;
+  for (let attempt = 0; attempt < PORT_ATTEMPTS; attempt += 1) {
+    try {
+      return await startClusterOnce();
+    } catch (error) {
+      if (!(error instanceof PortTakenError)) throw error;
+      lastError = error;
+    }
+  }
+  throw new Error(`no cluster could bind its ports in ${PORT_ATTEMPTS} attempts`, { cause: lastError });
+}
+
+async function startClusterOnce(): Promise<LocalCluster> {
   const root = mkdtempSync(join(tmpdir(), 'latchkey-cluster-'));
   const ports = await freePorts(6);
   const nodes = ports.map((port) => {
