@@ -17,7 +17,7 @@ import { ADAPTERS } from './contenders/index.js';
 import { CONTENDER_NAMES, type Adapter, type ContenderName } from './contenders/types.js';
 import { spawnWorkers, type WorkerHandle } from './ipc.js';
 import { flushIfOwned, info, startBenchRedis } from './redis.js';
-import { renderMarkdown, renderScalingSvg, renderSvg } from './report.js';
+import { writeReport } from './report/write.js';
 import { emptyResults, record, type Env, type Results } from './results-model.js';
 import { contended } from './scenarios/contended.js';
 import { handoff } from './scenarios/handoff.js';
@@ -111,15 +111,19 @@ function parseCli(argv: readonly string[]): Cli {
   return cli;
 }
 
+/** The installed version of a package the benchmark measures, from this workspace or the root. */
 function version(pkg: string): string {
-  try {
-    const json = JSON.parse(readFileSync(join(rootDir, 'node_modules', pkg, 'package.json'), 'utf8')) as {
-      version?: string;
-    };
-    return json.version ?? 'unknown';
-  } catch {
-    return 'not installed';
+  for (const dir of [benchDir, rootDir]) {
+    try {
+      const json = JSON.parse(readFileSync(join(dir, 'node_modules', pkg, 'package.json'), 'utf8')) as {
+        version?: string;
+      };
+      return json.version ?? 'unknown';
+    } catch {
+      // Not installed there: npm puts a workspace's dependencies in the root unless they clash.
+    }
   }
+  return 'not installed';
 }
 
 async function environment(redisVersion: string, quick: boolean, spawned: boolean): Promise<Env> {
@@ -378,15 +382,8 @@ async function main(): Promise<void> {
     );
     mkdirSync(cli.out, { recursive: true });
     writeFileSync(join(cli.out, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
-    writeFileSync(join(cli.out, 'latest.md'), renderMarkdown(results));
-    writeFileSync(join(cli.out, 'latest.svg'), renderSvg(results));
-    console.log(`\nwrote ${join(cli.out, 'latest.{json,md,svg}')}`);
-    for (const curve of ['contenders', 'keys'] as const) {
-      const svg = renderScalingSvg(results, curve);
-      if (svg === undefined) continue;
-      writeFileSync(join(cli.out, `scaling-${curve}.svg`), svg);
-      console.log(`wrote ${join(cli.out, `scaling-${curve}.svg`)}`);
-    }
+    console.log(`\nwrote ${join(cli.out, 'latest.json')}`);
+    for (const path of writeReport(results, cli.out)) console.log(`wrote ${path}`);
   } finally {
     await stopRedis();
   }
@@ -396,7 +393,7 @@ async function main(): Promise<void> {
     for (const script of TOPOLOGY_BENCHES) {
       console.log(`\n== ${script}`);
       const run = spawnSync(process.execPath, ['--import', 'tsx', join(benchDir, script)], {
-        cwd: rootDir,
+        cwd: benchDir,
         stdio: 'inherit',
       });
       if (run.status !== 0) console.log(`  ${script} failed (exit ${run.status ?? run.signal})`);
