@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from 'redis';
-import type { LockRedisClient } from '../src/index.js';
+import type { LockRedisClient } from 'latchkey';
 import { latchkey } from './latchkey-package.js';
 import { connectCluster, startCluster } from '../test/support/cluster.js';
 import { startBenchRedis } from './redis.js';

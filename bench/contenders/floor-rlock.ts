@@ -15,12 +15,17 @@ import {
   unlockChannel,
   waitQueueKey,
 } from '../../src/keys.js';
-import { QUEUE_TTL_MS } from '../../src/engine/acquire.js';
 import { luaScripts } from '../../src/scripts/generated.js';
 import { connectFloorClients } from './floor-clients.js';
 import type { Adapter, Held, Session, SessionOptions } from './types.js';
 
 const LEASE_MS = 30_000;
+/**
+ * How long a queue entry outlives its lease: latchkey's engine gives its entries 60 s more. The
+ * scripts take it as an argument; the floor keeps its own copy rather than reach into the
+ * engine, whose modules are latchkey's to rearrange.
+ */
+const QUEUE_TTL_MS = 60_000;
 
 async function connect(options: SessionOptions): Promise<Session> {
   const clients = await connectFloorClients(options.url, options.name);

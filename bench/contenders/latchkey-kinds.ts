@@ -3,7 +3,7 @@
 // semaphore and permit semaphore (one permit, or the session's `permits`). One node-redis client
 // and one LockClient per session, as for the reentrant lock.
 import { createClient } from 'redis';
-import type { LockClient as LockClientType } from '../../src/index.js';
+import type { LockClient as LockClientType } from 'latchkey';
 import { latchkey as built } from '../latchkey-package.js';
 import type { Adapter, ContenderName, Held, Session, SessionOptions } from './types.js';
 
