@@ -7,7 +7,7 @@ import type { RedisConnection, Subscriber } from '../redis/connection.js';
 import { isServerReply } from '../redis/replies.js';
 import { keySlot } from '../redis/slot.js';
 import { CommandTimeoutError, ScriptRunner } from '../scripts/runner.js';
-import { Acquirer } from './acquire.js';
+import { Acquirer } from './acquire/acquire.js';
 import { Calls, redisError, type Synced } from './calls.js';
 import { waitFor, type Condition } from './condition.js';
 import type { ConditionTelemetry } from './condition-telemetry.js';

@@ -5,7 +5,7 @@
  * (test/chaos/handover-stall.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { Ticket, TicketBook } from '../../src/engine/ticket.js';
+import { Ticket, TicketBook } from '../../src/engine/acquire/ticket.js';
 import type { Target } from '../../src/engine/types.js';
 import { reentrantProtocol } from '../../src/primitives/lock/protocol.js';
 

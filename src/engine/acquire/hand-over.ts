@@ -1,6 +1,8 @@
-import type { Calls } from './calls.js';
-import { chainId, type OperationChains } from './chains.js';
-import type { Holds } from './holds/holds.js';
+import type { Calls } from '../calls.js';
+import { chainId, type OperationChains } from '../chains.js';
+import { Hold } from '../holds/hold.js';
+import type { Holds } from '../holds/holds.js';
+import type { AcquireCall } from './call.js';
 import { type Ticket, TicketBook } from './ticket.js';
 
 /** How long a ticket whose waiter gave up is remembered, so a late hand-over to it is returned. */
@@ -8,7 +10,8 @@ const LEFT_TICKET_TTL_MS = 5 * 60_000;
 
 /**
  * This client's side of the wait queues in Redis, for kinds that have one: its tickets, the
- * hand-overs heard on its grant channel, and the withdrawal of waiters that gave up.
+ * hand-overs heard on its grant channel and taken without asking Redis, and the withdrawal of
+ * waiters that gave up.
  * @internal
  */
 export class WaitQueue {
@@ -63,6 +66,34 @@ export class WaitQueue {
     // Its waiter gave up: pass the lock on, unless the same owner has taken it since.
     if (left !== undefined) void this.withdraw(left);
   };
+
+  /**
+   * Takes the hand-over `ticket` heard, if it may be used without asking Redis: a release handed
+   * the lock over after the latest attempt found this waiter queued, so the lease it set runs at
+   * least from that attempt's send; with half of it left, it is held. Otherwise (or if this owner
+   * took the lock meanwhile) the grant is dropped and an attempt confirms or re-enters. Runs
+   * only while no other request of this owner on the lock is in flight.
+   */
+  takeGrant(
+    call: AcquireCall,
+    ticket: Ticket,
+  ): { readonly hold: Hold; readonly proof: string | undefined } | undefined {
+    const { target, chain } = call;
+    const proof = ticket.proof;
+    // A hand-over without the proof this kind's leases carry is confirmed by an attempt instead.
+    // With syncReplicas, too: the confirming attempt waits for the replicas.
+    if ((proof === undefined && target.protocol.needsProof) || this.#calls.replication !== undefined) {
+      ticket.granted = undefined;
+      return undefined;
+    }
+    const now = performance.now();
+    if (!ticket.takeGrant(now) || this.#holds.get(chain) !== undefined) return undefined;
+    const hold = new Hold(target, call.field, call.ttlMs, call.watchdog, chain);
+    hold.count = 1;
+    hold.extend(ticket.sentAt);
+    this.#holds.add(hold, now);
+    return { hold, proof };
+  }
 
   /**
    * Takes a ticket whose waiter gave up out of the queue; if a release handed it the lock

@@ -1,6 +1,6 @@
-import { queueMember } from '../keys.js';
-import type { Target } from './types.js';
-import type { Waiter } from './wait/waiter.js';
+import { queueMember } from '../../keys.js';
+import type { Target } from '../types.js';
+import type { Waiter } from '../wait/waiter.js';
 
 /**
  * One waiting acquire's place in the lock's wait queue in Redis. A release hands the lock to the
