@@ -22,8 +22,8 @@ const TOP = '^src/((client|index)\\.ts$|redlock/)';
 const CLI = '^src/cli/';
 /** The root leaves, which every layer may import. */
 const LEAVES = '^src/(errors|keys|validate|owner|options)\\.ts$';
-/** The root leaves that need nothing from any layer, not even a type. */
-const PLAIN_LEAVES = '^src/(errors|keys|validate|owner)\\.ts$';
+/** The engine's only door for the layers above it. */
+const ENGINE_DOOR = '^src/engine/index\\.ts$';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 export default {
@@ -46,6 +46,16 @@ export default {
       severity: 'error',
       from: { path: CLI },
       to: { path: ['^src/engine/', '^src/primitives/', '^src/topology/', '^src/scripts/', '^src/redis/'] },
+    },
+    {
+      name: 'engine-one-door',
+      comment:
+        'Outside src/engine/, the engine is imported through src/engine/index.ts only, type-only ' +
+        'imports included: the kinds, Redlock and the top of the library see one surface, and ' +
+        'the files behind it can move without touching them.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/engine/' },
+      to: { path: '^src/engine/', pathNot: ENGINE_DOOR },
     },
     {
       name: 'engine-not-above',
@@ -115,21 +125,11 @@ export default {
     {
       name: 'leaf-not-engine',
       comment:
-        'The engine imports errors, keys and validate; those importing the engine would be a ' +
-        'cycle. owner.ts has no reason to either.',
+        'The engine imports errors, keys, validate and options; those importing the engine, even ' +
+        'a type, would be a cycle. owner.ts has no reason to either.',
       severity: 'error',
-      from: { path: PLAIN_LEAVES },
+      from: { path: LEAVES },
       to: { path: '^src/engine/' },
-    },
-    {
-      name: 'options-engine-types-only',
-      comment:
-        'options.ts describes client options whose callbacks and events carry engine types ' +
-        '(Lease, event payloads), so it may name them with `import type`. A value import would ' +
-        'load the engine from a leaf that the engine itself depends on.',
-      severity: 'error',
-      from: { path: '^src/options\\.ts$' },
-      to: { path: '^src/engine/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'no-circular',
@@ -156,8 +156,8 @@ export default {
     doNotFollow: { path: 'node_modules' },
     // The fixture tree breaks the rules on purpose; only its own test cruises it.
     exclude: { path: '^test/fixtures/layering/' },
-    // Keeps the imports that compile away (`import type`) and marks them type-only, which
-    // options-engine-types-only relies on.
+    // Keeps the imports that compile away (`import type`) and marks them type-only, so the rules
+    // above see them too.
     tsPreCompilationDeps: true,
     // dependency-cruiser resolves `./x.js` in a .ts file to x.ts as tsc does under NodeNext
     // (src-imports-resolve fails the run if it ever stops); the tsconfig makes any future

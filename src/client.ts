@@ -1,5 +1,5 @@
 import { EventEmitter } from 'eventemitter3';
-import { Engine } from './engine/engine.js';
+import { Engine } from './engine/index.js';
 import { InvalidArgumentError } from './errors.js';
 import { lockKey } from './keys.js';
 import type {

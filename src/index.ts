@@ -16,9 +16,8 @@ export { PermitSemaphore } from './primitives/permit-semaphore/permit-semaphore.
 export { PermitLease } from './primitives/permit-semaphore/permit-lease.js';
 export { CountDownLatch } from './primitives/count-down-latch/count-down-latch.js';
 export type { LatchAwaitOptions, LatchSetOptions } from './primitives/count-down-latch/count-down-latch.js';
-export { LockHandle } from './engine/handle.js';
-export { Lease } from './engine/lease.js';
-export type { LeaseJSON } from './engine/lease.js';
+export { Lease, LockHandle } from './engine/index.js';
+export type { LeaseJSON } from './engine/index.js';
 export {
   ClientClosedError,
   InvalidArgumentError,
@@ -39,7 +38,6 @@ export type {
   LockClientEvents,
   LockClientOptions,
   LeaseHeldLongEvent,
-  LockedCallback,
   LockLostEvent,
   LockOptions,
   PermitSemaphoreOptions,

@@ -1,5 +1,4 @@
 import type { LockLostError } from './errors.js';
-import type { Lease } from './engine/lease.js';
 
 /**
  * Options of a {@link LockClient}.
@@ -274,6 +273,3 @@ export interface LockClientEvents {
   /** Background failures that no caller is waiting for (the subscriber, cleanups, listeners). */
   error: (error: Error) => void;
 }
-
-/** The callback of {@link Lock.withLock}. */
-export type LockedCallback<T> = (lease: Lease) => T | PromiseLike<T>;

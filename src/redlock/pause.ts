@@ -1,6 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import type { Condition } from '../engine/condition.js';
-import type { Engine } from '../engine/engine.js';
+import type { Condition, Engine } from '../engine/index.js';
 
 /**
  * A condition met by a message on `channel`: one heard since the round before the pause began

@@ -1,7 +1,4 @@
-import { Hold, lostRelease } from '../engine/holds/hold.js';
-import { Lease, type LeaseHost } from '../engine/lease.js';
-import type { Events } from '../engine/events.js';
-import type { Target } from '../engine/types.js';
+import { Hold, Lease, lostRelease, type Events, type LeaseHost, type Target } from '../engine/index.js';
 import { LockError, LockLostError, type LockLostReason } from '../errors.js';
 import type { Lock } from '../primitives/lock/lock.js';
 

@@ -1,9 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'eventemitter3';
-import { Engine } from '../engine/engine.js';
-import { Events } from '../engine/events.js';
-import { within } from '../engine/timing.js';
+import { Engine, Events, within } from '../engine/index.js';
 import { InvalidArgumentError } from '../errors.js';
 import { lockKey } from '../keys.js';
 import type { LockClientEvents } from '../options.js';

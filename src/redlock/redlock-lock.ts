@@ -1,9 +1,13 @@
 import { setMaxListeners } from 'node:events';
-import type { Engine } from '../engine/engine.js';
-import type { Events } from '../engine/events.js';
-import type { Lease } from '../engine/lease.js';
-import type { Target } from '../engine/types.js';
-import { unwatchAbort, watchAbort, type AbortWatcher } from '../engine/timing.js';
+import {
+  unwatchAbort,
+  watchAbort,
+  type AbortWatcher,
+  type Engine,
+  type Events,
+  type Lease,
+  type Target,
+} from '../engine/index.js';
 import {
   ClientClosedError,
   InvalidArgumentError,

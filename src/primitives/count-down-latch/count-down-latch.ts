@@ -1,7 +1,4 @@
-import type { Condition, ConditionTry } from '../../engine/condition.js';
-import type { ConditionCall } from '../../engine/condition-telemetry.js';
-import type { Engine } from '../../engine/engine.js';
-import type { ScriptCall } from '../../engine/types.js';
+import type { Condition, ConditionCall, ConditionTry, Engine, ScriptCall } from '../../engine/index.js';
 import { InvalidArgumentError, LockError } from '../../errors.js';
 import { latchChannel, lockKey } from '../../keys.js';
 import { checkDuration, checkOptions, checkSignal, checkWait, describe } from '../../validate.js';

@@ -1,4 +1,4 @@
-import type { ScriptCall } from '../../engine/types.js';
+import type { ScriptCall } from '../../engine/index.js';
 import { luaScripts } from '../../scripts/generated.js';
 
 /** Reply of count-down-latch/try-set-count.lua when it set the count. */

@@ -1,7 +1,11 @@
-import type { Engine } from '../../engine/engine.js';
-import { hashHoldCount } from '../../engine/hold-count.js';
-import { CONTEXT_OWNERS, LockHandle } from '../../engine/handle.js';
-import { plainLease, type Lease } from '../../engine/lease.js';
+import {
+  CONTEXT_OWNERS,
+  hashHoldCount,
+  LockHandle,
+  plainLease,
+  type Engine,
+  type Lease,
+} from '../../engine/index.js';
 import { lockKey, ownerField, unlockChannel } from '../../keys.js';
 import type { FairLockOptions } from '../../options.js';
 import { checkBoolean, checkDuration, checkOptions } from '../../validate.js';

@@ -1,5 +1,4 @@
-import type { Hold } from '../../engine/holds/hold.js';
-import { Lease, type LeaseHost, type LeaseJSON } from '../../engine/lease.js';
+import { Lease, type Hold, type LeaseHost, type LeaseJSON } from '../../engine/index.js';
 
 /**
  * A lease of a {@link FencedLock}: a {@link Lease} with the fencing token of its acquisition.

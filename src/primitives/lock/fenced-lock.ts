@@ -1,9 +1,12 @@
-import type { Engine } from '../../engine/engine.js';
-import { hashHoldCount } from '../../engine/hold-count.js';
-import type { Hold } from '../../engine/holds/hold.js';
-import type { LeaseHost } from '../../engine/lease.js';
-import { CONTEXT_OWNERS, LockHandle } from '../../engine/handle.js';
-import type { Protocol } from '../../engine/types.js';
+import {
+  CONTEXT_OWNERS,
+  hashHoldCount,
+  LockHandle,
+  type Engine,
+  type Hold,
+  type LeaseHost,
+  type Protocol,
+} from '../../engine/index.js';
 import { LockError } from '../../errors.js';
 import { fencingTokenKey, lockKey, ownerField, unlockChannel } from '../../keys.js';
 import { FencedLease } from './fenced-lease.js';

@@ -1,8 +1,12 @@
-import type { Engine } from '../../engine/engine.js';
-import { hashHoldCount } from '../../engine/hold-count.js';
-import { CONTEXT_OWNERS, LockHandle } from '../../engine/handle.js';
-import { plainLease, type Lease } from '../../engine/lease.js';
-import type { Protocol } from '../../engine/types.js';
+import {
+  CONTEXT_OWNERS,
+  hashHoldCount,
+  LockHandle,
+  plainLease,
+  type Engine,
+  type Lease,
+  type Protocol,
+} from '../../engine/index.js';
 import { lockKey, ownerField, unlockChannel } from '../../keys.js';
 import { reentrantProtocol } from './protocol.js';
 

@@ -1,5 +1,4 @@
-import type { Hold } from '../../engine/holds/hold.js';
-import { Lease, type LeaseHost } from '../../engine/lease.js';
+import { Lease, type Hold, type LeaseHost } from '../../engine/index.js';
 
 /**
  * A lease of one permit of a {@link PermitSemaphore}: a {@link Lease} with the permit's id.

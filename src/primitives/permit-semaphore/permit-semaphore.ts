@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Engine } from '../../engine/engine.js';
-import { LockHandle } from '../../engine/handle.js';
+import { LockHandle, type Engine } from '../../engine/index.js';
 import { InvalidArgumentError, LockError } from '../../errors.js';
 import { lockKey, permitTimeoutKey, semaphoreChannel } from '../../keys.js';
 import type { PermitSemaphoreOptions } from '../../options.js';

@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import type {
-  AcquireOutcome,
-  AcquireRequest,
-  HeldLock,
-  Protocol,
-  ReleaseOutcome,
-  ScriptCall,
-  Target,
-} from '../../engine/types.js';
-import { renewedFlags } from '../../engine/replies.js';
+import {
+  renewedFlags,
+  type AcquireOutcome,
+  type AcquireRequest,
+  type HeldLock,
+  type Protocol,
+  type ReleaseOutcome,
+  type ScriptCall,
+  type Target,
+} from '../../engine/index.js';
 import { permitTimeoutKey, requestKey } from '../../keys.js';
 import { luaScripts } from '../../scripts/generated.js';
 

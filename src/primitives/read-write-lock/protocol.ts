@@ -1,14 +1,14 @@
 import { LockUpgradeError } from '../../errors.js';
-import type {
-  AcquireOutcome,
-  AcquireRequest,
-  HeldLock,
-  Protocol,
-  ReleaseOutcome,
-  ScriptCall,
-  Target,
-} from '../../engine/types.js';
-import { renewedFlags } from '../../engine/replies.js';
+import {
+  renewedFlags,
+  type AcquireOutcome,
+  type AcquireRequest,
+  type HeldLock,
+  type Protocol,
+  type ReleaseOutcome,
+  type ScriptCall,
+  type Target,
+} from '../../engine/index.js';
 import { readerTimeoutPrefix, waitingWritersKey, writerField } from '../../keys.js';
 import { luaScripts } from '../../scripts/generated.js';
 

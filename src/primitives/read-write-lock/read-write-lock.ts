@@ -1,8 +1,4 @@
-import type { Engine } from '../../engine/engine.js';
-import { hashHoldCount } from '../../engine/hold-count.js';
-import { LockHandle } from '../../engine/handle.js';
-import { Lease } from '../../engine/lease.js';
-import type { Target } from '../../engine/types.js';
+import { hashHoldCount, Lease, LockHandle, type Engine, type Target } from '../../engine/index.js';
 import { lockKey, ownerField, readWriteChannel, writerField } from '../../keys.js';
 import { READ_PROTOCOL, WRITE_PROTOCOL } from './protocol.js';
 

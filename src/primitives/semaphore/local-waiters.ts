@@ -1,4 +1,4 @@
-import type { Engine } from '../../engine/engine.js';
+import type { Engine } from '../../engine/index.js';
 import { announcedPermits } from './protocol.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { ScriptCall } from '../../engine/types.js';
+import type { ScriptCall } from '../../engine/index.js';
 import { luaScripts } from '../../scripts/generated.js';
 import type { LuaScript } from '../../scripts/script.js';
 

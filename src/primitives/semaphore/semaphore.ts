@@ -1,8 +1,4 @@
-import type { Synced } from '../../engine/calls.js';
-import type { ScriptCall } from '../../engine/types.js';
-import type { Engine } from '../../engine/engine.js';
-import type { ConditionTry } from '../../engine/condition.js';
-import type { ConditionCall } from '../../engine/condition-telemetry.js';
+import type { ConditionCall, ConditionTry, Engine, ScriptCall, Synced } from '../../engine/index.js';
 import { InvalidArgumentError, LockError, LockTimeoutError, type ReplicationError } from '../../errors.js';
 import { lockKey, semaphoreChannel } from '../../keys.js';
 import type { SemaphoreOptions } from '../../options.js';

@@ -1,13 +1,13 @@
-import type {
-  AcquireOutcome,
-  AcquireRequest,
-  HeldLock,
-  Protocol,
-  ReleaseOutcome,
-  ScriptCall,
-  Target,
-} from '../../engine/types.js';
-import { renewedFlags } from '../../engine/replies.js';
+import {
+  renewedFlags,
+  type AcquireOutcome,
+  type AcquireRequest,
+  type HeldLock,
+  type Protocol,
+  type ReleaseOutcome,
+  type ScriptCall,
+  type Target,
+} from '../../engine/index.js';
 import { luaScripts } from '../../scripts/generated.js';
 
 /** Reply code of simple-lock/acquire.lua for a request given up by cancel-acquire.lua. */

@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Engine } from '../../engine/engine.js';
-import { LockHandle } from '../../engine/handle.js';
-import { plainLease, type Lease } from '../../engine/lease.js';
+import { LockHandle, plainLease, type Engine, type Lease } from '../../engine/index.js';
 import { lockKey, simpleUnlockChannel } from '../../keys.js';
 import { SIMPLE_LOCK_PROTOCOL } from './protocol.js';
 

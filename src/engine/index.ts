@@ -1,0 +1,26 @@
+// The engine's only door: src/primitives/, src/redlock/ and the top of the library import the
+// engine from here and from no other file in src/engine/ (the `engine-one-door` layering rule),
+// so the engine's rooms can move without touching the kinds.
+export { QUEUE_TTL_MS } from './acquire/attempt.js';
+export type { Synced } from './calls.js';
+export type { Condition, ConditionTry } from './condition.js';
+export type { ConditionCall } from './condition-telemetry.js';
+export { Engine } from './engine.js';
+export { Events } from './events.js';
+export { CONTEXT_OWNERS, LockHandle } from './handle.js';
+export { hashHoldCount } from './hold-count.js';
+export { Hold, lostRelease } from './holds/hold.js';
+export { Lease, plainLease } from './lease.js';
+export type { LeaseHost, LeaseJSON } from './lease.js';
+export { renewedFlags } from './replies.js';
+export { unwatchAbort, watchAbort, within } from './timing.js';
+export type { AbortWatcher } from './timing.js';
+export type {
+  AcquireOutcome,
+  AcquireRequest,
+  HeldLock,
+  Protocol,
+  ReleaseOutcome,
+  ScriptCall,
+  Target,
+} from './types.js';
