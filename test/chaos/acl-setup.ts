@@ -10,6 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, expect } from 'vitest';
+import { isBundle } from '../support/bundles.js';
 import { capture } from './fixtures/acl-latchkey.js';
 import {
   ACL_PASSWORD,
@@ -42,10 +43,11 @@ function patchSpawn(url: string): void {
   const patched = function spawn(this: unknown, ...params: unknown[]): unknown {
     const [, args, options] = params;
     const env = isRecord(options) ? options['env'] : undefined;
-    // spawnWorker() runs fixtures as `node --import tsx <script>` (test/support/child.ts).
+    // spawnWorker() runs fixtures as `node <bundle>` or `node --import tsx <script>`
+    // (test/support/child.ts, bundles.ts).
     if (
       Array.isArray(args) &&
-      args.includes('tsx') &&
+      args.some((arg) => arg === 'tsx' || (typeof arg === 'string' && isBundle(arg))) &&
       isRecord(options) &&
       isRecord(env) &&
       env['REDIS_URL'] === url

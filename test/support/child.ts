@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { resolve as resolvePath } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { nodeArgsFor } from './bundles.js';
 import { onProcessExit } from './cleanup.js';
 
 /** One JSON object a worker emitted; worker-io's emit() adds `t` (monotonic ns, decimal). */
@@ -63,11 +64,12 @@ function tail(text: string): string {
 }
 
 /**
- * Runs `scriptPath` (TypeScript, through tsx) in a new Node process whose cwd is the project
- * root, so `--import tsx` and package imports resolve as they do for the tests.
+ * Runs `scriptPath` (a TypeScript fixture: its bundle built for this run, else through tsx; see
+ * bundles.ts) in a new Node process whose cwd is the project root, so package imports resolve
+ * as they do for the tests.
  */
 export function spawnWorker(scriptPath: string, env?: Record<string, string>): Worker {
-  return spawnProcess(process.execPath, ['--import', 'tsx', resolvePath(scriptPath)], env);
+  return spawnProcess(process.execPath, nodeArgsFor(resolvePath(scriptPath)), env);
 }
 
 /**

@@ -4,12 +4,16 @@
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { nodeArgsFor } from './bundles.js';
 import { onProcessExit } from './cleanup.js';
 
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** How the CLI is started: node's arguments before the CLI's own. */
-export const FROM_SOURCES: readonly string[] = ['--import', 'tsx', 'src/cli/main.ts'];
+/**
+ * How the CLI is started: node's arguments before the CLI's own. The sources, bundled once for
+ * this run (see bundles.ts), else through tsx.
+ */
+export const FROM_SOURCES: readonly string[] = nodeArgsFor('src/cli/main.ts');
 
 export interface CliRun {
   readonly code: number | null;

@@ -4,9 +4,18 @@
  * still run and pass; each file that needs Redis then fails with one line pointing back here,
  * rather than every file printing the same guidance.
  */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BUNDLES_ENV, buildBundles } from './bundles.js';
 import { markGuidanceShown, redisAvailability } from './redis-server.js';
 
-export async function setup(): Promise<void> {
+/** This run's bundles of the programs tests start (see bundles.ts), removed at the end. */
+const BUNDLES_DIR = join(fileURLToPath(new URL('../../.tmp/', import.meta.url)), `bundles-${process.pid}`);
+
+export async function setup(): Promise<() => void> {
+  await buildBundles(BUNDLES_DIR);
+  process.env[BUNDLES_ENV] = BUNDLES_DIR;
   const availability = await redisAvailability();
   if (!availability.ok) {
     console.error(`\n${availability.message}\nTest files that need Redis will fail; the others still run.\n`);
@@ -15,4 +24,5 @@ export async function setup(): Promise<void> {
     console.warn(`\n${availability.note}\n`);
     markGuidanceShown('no-own-server');
   }
+  return () => rmSync(BUNDLES_DIR, { recursive: true, force: true });
 }
