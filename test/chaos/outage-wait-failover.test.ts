@@ -50,9 +50,20 @@ describe('Waiting through a Sentinel failover', () => {
   }, 60_000);
 
   afterEach(async () => {
-    await Promise.all(lockClients.splice(0).map((locks) => locks.close()));
+    // Each bounded and named, so that a close that hangs says whose it is.
     await Promise.all(
-      sentinels.splice(0).map((sentinel) => sentinel.close().catch(() => sentinel.destroy())),
+      lockClients
+        .splice(0)
+        .map((locks, index) => within(locks.close(), 10_000, `LockClient ${index}'s close()`)),
+    );
+    await Promise.all(
+      sentinels.splice(0).map((sentinel, index) =>
+        within(
+          sentinel.close().catch(() => sentinel.destroy()),
+          10_000,
+          `node-redis Sentinel client ${index}'s close()`,
+        ),
+      ),
     );
   });
 
