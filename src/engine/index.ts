@@ -1,7 +1,6 @@
 // The engine's only door: src/primitives/, src/redlock/ and the top of the library import the
 // engine from here and from no other file in src/engine/ (the `engine-one-door` layering rule),
 // so the engine's rooms can move without touching the kinds.
-export { QUEUE_TTL_MS } from './acquire/attempt.js';
 export type { Synced } from './calls.js';
 export type { Condition, ConditionTry } from './condition.js';
 export type { ConditionCall } from './condition-telemetry.js';
