@@ -1,5 +1,5 @@
 /**
- * The exit codes of the `latchkey` command, as `latchkey --help` and the README list them.
+ * The exit codes of the `latchkey` command, as `latchkey --help` and docs/operations.md list them.
  * @internal
  */
 export const ExitCode = {

@@ -1,5 +1,5 @@
 // Least privilege and token hygiene: the whole integration suite passes while every latchkey
-// command runs as an ACL user that has only what README.md "Redis commands used" lists (0
+// command runs as an ACL user that has only what docs/semantics.md "Redis commands used" lists (0
 // NOPERM), and no owner token (client id) shows up in its output, in any event latchkey
 // emitted or in any error or abort reason it produced.
 //
@@ -145,7 +145,7 @@ describe('least privilege', () => {
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('the integration suite passes as an ACL user with only the README permissions, and no owner token shows', async () => {
+  it('the integration suite passes as an ACL user with only the documented permissions, and no owner token shows', async () => {
     const reportPath = join(dir, 'report.json');
     const captureDir = join(dir, 'captures');
     const run = await runNested({

@@ -28,7 +28,7 @@ import {
 import type { Redis } from './resources.js';
 
 /**
- * The behaviours the README promises for every kind. A shared suite of each runs over
+ * The behaviours the README and docs/ promise for every kind. A shared suite of each runs over
  * `EVERY_KIND`; a fixture's `applies` says for each whether it holds for that kind, or why not.
  */
 export type Behaviour =
