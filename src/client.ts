@@ -52,7 +52,7 @@ const MAX_SYNC_REPLICAS = 100;
 const LOCK_OPTIONS = ['reentrant'] as const;
 
 const EXPECTED_CLIENT =
-  'Expected `redis` to be a connected node-redis client (createClient() of the `redis` package) or ioredis client (new Redis() of the `ioredis` package)';
+  'Expected `redis` to be a connected node-redis client (createClient() of the `redis` package) or ioredis client (new Redis() of the `ioredis` package, or of its fork `iovalkey`), or a Valkey GLIDE client (GlideClient.createClient() of `@valkey/valkey-glide`)';
 
 /** What is wrong with the client the user passed, said as what was expected and what arrived. */
 function clientProblemMessage(redis: unknown, found: ClientProblem): string {
@@ -67,17 +67,30 @@ function clientProblemMessage(redis: unknown, found: ClientProblem): string {
         return `${EXPECTED_CLIENT}; the node-redis client is not connected: call \`await client.connect()\` first`;
     }
   }
+  if (found.library === 'glide') {
+    switch (found.problem) {
+      case 'cluster':
+        return 'Valkey GLIDE cluster clients are not supported yet: got a GlideClusterClient; pass a GlideClient (standalone), or for a Redis Cluster a node-redis createCluster() client (connected)';
+      case 'closed':
+        return `${EXPECTED_CLIENT}; the GLIDE client is closed: pass a client that is open`;
+      case 'subscriber':
+        return `${EXPECTED_CLIENT}; the GLIDE client was created with \`pubsubSubscriptions\`: pass a client created without them (latchkey opens its own subscriber)`;
+      case 'unknown-version':
+        return `${EXPECTED_CLIENT}; this GLIDE client lacks what latchkey uses (its configuration and \`createClient\` of @valkey/valkey-glide 2.x)`;
+    }
+  }
+  const ioredis = found.library;
   switch (found.problem) {
     case 'cluster':
-      return 'ioredis Cluster clients are not supported: got an ioredis Cluster client; for a Redis Cluster pass a node-redis createCluster() client (connected), or a standalone ioredis client from new Redis()';
+      return `${ioredis} Cluster clients are not supported: got an ${ioredis} Cluster client; for a Redis Cluster pass a node-redis createCluster() client (connected), or a standalone ${ioredis} client from new Redis()`;
     case 'lazy':
-      return `${EXPECTED_CLIENT}; the ioredis client is not connected (status "wait", from \`lazyConnect\`): call \`await redis.connect()\` first`;
+      return `${EXPECTED_CLIENT}; the ${ioredis} client is not connected (status "wait", from \`lazyConnect\`): call \`await redis.connect()\` first`;
     case 'closed':
-      return `${EXPECTED_CLIENT}; the ioredis client is closed (status "end"): pass a client that is open`;
+      return `${EXPECTED_CLIENT}; the ${ioredis} client is closed (status "end"): pass a client that is open`;
     case 'subscriber':
-      return `${EXPECTED_CLIENT}; the ioredis client is in subscriber or monitor mode, where it can send no other command: pass a client of its own`;
+      return `${EXPECTED_CLIENT}; the ${ioredis} client is in subscriber or monitor mode, where it can send no other command: pass a client of its own`;
     case 'unknown-version':
-      return `${EXPECTED_CLIENT}; this ioredis client builds its commands in a way latchkey does not know (ioredis 5 and 6 are supported)`;
+      return `${EXPECTED_CLIENT}; this ${ioredis} client builds its commands in a way latchkey does not know (ioredis 5 and 6 and iovalkey 0.4 are supported)`;
   }
 }
 

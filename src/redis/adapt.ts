@@ -1,5 +1,6 @@
 import type { RedisConnection } from './connection.js';
-import { commandClass, IoRedisConnection, ioRedisProblem, isIoRedis } from './ioredis.js';
+import { GlideConnection, glideProblem, isGlide } from './glide.js';
+import { commandClass, IoRedisConnection, ioRedisLibrary, ioRedisProblem, isIoRedis } from './ioredis.js';
 import { isNodeRedisCluster, NodeRedisConnection, nodeRedisProblem } from './node-redis.js';
 import type { NodeRedisClusterClient } from './connection.js';
 import { NodeRedisClusterConnection } from './node-redis-cluster.js';
@@ -13,9 +14,14 @@ export type ClientProblem =
       readonly problem: 'cluster' | 'sentinel' | 'not-open';
     }
   | {
-      readonly library: 'ioredis';
+      /** iovalkey is the Valkey fork of ioredis, recognised and driven as ioredis is. */
+      readonly library: 'ioredis' | 'iovalkey';
       readonly problem: 'cluster' | 'lazy' | 'closed' | 'subscriber' | 'unknown-version';
       readonly status: string;
+    }
+  | {
+      readonly library: 'glide';
+      readonly problem: 'cluster' | 'closed' | 'subscriber' | 'unknown-version';
     };
 
 /**
@@ -26,12 +32,17 @@ export type ClientProblem =
 export function adapt(redis: unknown): RedisConnection | ClientProblem {
   // An ioredis client has node-redis's two methods too, so it is looked for first.
   if (isIoRedis(redis)) {
+    const library = ioRedisLibrary(redis);
     const problem = ioRedisProblem(redis);
-    if (problem !== undefined) return { library: 'ioredis', problem, status: redis.status };
+    if (problem !== undefined) return { library, problem, status: redis.status };
     const Command = commandClass(redis);
-    if (Command === undefined)
-      return { library: 'ioredis', problem: 'unknown-version', status: redis.status };
-    return new IoRedisConnection(redis, Command);
+    if (Command === undefined) return { library, problem: 'unknown-version', status: redis.status };
+    return new IoRedisConnection(redis, Command, library);
+  }
+  if (isGlide(redis)) {
+    const problem = glideProblem(redis);
+    if (problem !== undefined) return { library: 'glide', problem };
+    return new GlideConnection(redis);
   }
   if (isNodeRedisCluster(redis)) {
     const cluster = redis as NodeRedisClusterClient;

@@ -110,11 +110,23 @@ export interface NodeRedisClusterSubscriber {
 }
 
 /**
+ * A Valkey GLIDE standalone client: `GlideClient.createClient()` of `@valkey/valkey-glide`, 2.x.
+ * The parts latchkey uses; it never closes the client. latchkey does not import GLIDE: a client
+ * is recognised by its shape.
+ */
+export interface GlideClientLike {
+  customCommand(args: string[]): Promise<unknown>;
+  invokeScript(script: never, options?: never): Promise<unknown>;
+  getPubSubMessage(): Promise<unknown>;
+  close(errorMessage?: string): void;
+}
+
+/**
  * The clients a {@link LockClient} accepts, connected: node-redis (standalone, Redis Cluster or
- * Sentinel) or ioredis (standalone, or with `sentinels`).
+ * Sentinel), ioredis or iovalkey (standalone, or with `sentinels`), or Valkey GLIDE (`GlideClient`).
  */
 export type LockRedisClient =
-  NodeRedisClient | NodeRedisClusterClient | NodeRedisSentinelClient | IoRedisClient;
+  NodeRedisClient | NodeRedisClusterClient | NodeRedisSentinelClient | IoRedisClient | GlideClientLike;
 
 /** A listener of one channel: the message and the channel it came on. @internal */
 export type MessageListener = (message: string, channel: string) => void;
@@ -150,7 +162,7 @@ export interface Subscriber {
  */
 export interface RedisConnection {
   /** For messages: which library the client is from. */
-  readonly library: 'node-redis' | 'ioredis' | 'node-redis-sentinel';
+  readonly library: 'node-redis' | 'ioredis' | 'iovalkey' | 'glide' | 'node-redis-sentinel';
   /**
    * Whether a command sent now is written out at once and never written again. When not, pass
    * `send` a signal: aborting it makes every command sent with it that was not written yet

@@ -1,5 +1,6 @@
 /**
- * The adapter for ioredis clients. ioredis is never imported: a client is recognised by its
+ * The adapter for ioredis clients, and for iovalkey's (its Valkey fork, which builds, queues and
+ * resends commands as ioredis 5 does). Neither is ever imported: a client is recognised by its
  * shape, and commands are built with the Command class the client itself uses.
  *
  * Two habits of ioredis are turned off for latchkey's commands, per command, without touching
@@ -74,6 +75,18 @@ export function isIoRedis(redis: unknown): redis is IoRedisClient {
 }
 
 /**
+ * Which of the two libraries an ioredis-shaped client comes from, for messages only: iovalkey
+ * (the Valkey fork of ioredis 5) is driven exactly as ioredis is. Its clients have
+ * `clearSocketTimeout`, which ioredis 5 and 6 do not.
+ * @internal
+ */
+export function ioRedisLibrary(redis: IoRedisClient): 'ioredis' | 'iovalkey' {
+  return typeof (redis as { clearSocketTimeout?: unknown }).clearSocketTimeout === 'function'
+    ? 'iovalkey'
+    : 'ioredis';
+}
+
+/**
  * Why the ioredis client `redis` cannot be used, or undefined when it can. A client that is
  * connecting or reconnecting is fine: its commands wait in its offline queue.
  * @internal
@@ -121,14 +134,15 @@ export function commandClass(redis: IoRedisClient): IoRedisCommandClass | undefi
  * @internal
  */
 export class IoRedisConnection implements RedisConnection {
-  readonly library = 'ioredis';
+  readonly library: 'ioredis' | 'iovalkey';
   readonly #client: IoRedisClient;
   readonly #Command: IoRedisCommandClass;
 
-  /** `Command`: from {@link commandClass}. */
-  constructor(client: IoRedisClient, Command: IoRedisCommandClass) {
+  /** `Command`: from {@link commandClass}; `library`: from {@link ioRedisLibrary}. */
+  constructor(client: IoRedisClient, Command: IoRedisCommandClass, library: 'ioredis' | 'iovalkey') {
     this.#client = client;
     this.#Command = Command;
+    this.library = library;
   }
 
   get closed(): boolean {

@@ -1,21 +1,35 @@
 /**
  * The client library the LockClients under test run on. The integration suite runs once per
- * library from the same files: LATCHKEY_TEST_CLIENT=ioredis gives every LockClient (and every
- * worker process, which inherits the variable) an ioredis connection; unset or `node-redis`, a
- * node-redis one. The tests' own commands (inspecting keys, CLIENT KILL, ...) stay on node-redis
+ * library from the same files: LATCHKEY_TEST_CLIENT=ioredis, iovalkey or glide gives every
+ * LockClient (and every worker process, which inherits the variable) a connection of that
+ * library; unset or `node-redis`, a node-redis one. The tests' own commands (inspecting keys, CLIENT KILL, ...) stay on node-redis
  * connections of their own, whatever the library under test.
  */
+import { GlideClient } from '@valkey/valkey-glide';
 import { Redis as IoRedis } from 'ioredis';
+import { Redis as IoValkey } from 'iovalkey';
 import { createClient } from 'redis';
 
-export type TestClientLibrary = 'node-redis' | 'ioredis';
+export type TestClientLibrary = 'node-redis' | 'ioredis' | 'iovalkey' | 'glide';
+
+const LIBRARIES: readonly TestClientLibrary[] = ['node-redis', 'ioredis', 'iovalkey', 'glide'];
 
 function libraryFromEnv(): TestClientLibrary {
   const value = process.env['LATCHKEY_TEST_CLIENT'];
-  if (value === undefined || value === '' || value === 'node-redis') return 'node-redis';
-  if (value === 'ioredis') return 'ioredis';
-  throw new Error(`LATCHKEY_TEST_CLIENT must be node-redis or ioredis, got ${JSON.stringify(value)}`);
+  if (value === undefined || value === '') return 'node-redis';
+  const library = LIBRARIES.find((known) => known === value);
+  if (library !== undefined) return library;
+  throw new Error(
+    `LATCHKEY_TEST_CLIENT must be one of ${LIBRARIES.join(', ')}, got ${JSON.stringify(value)}`,
+  );
 }
+
+/**
+ * GLIDE's own bound on each command (its `requestTimeout`), set above LockClient's default
+ * commandTimeoutMs (5 s) as latchkey's docs advise: GLIDE's default of 250 ms fails commands of
+ * a busy test machine that latchkey would still wait for.
+ */
+export const GLIDE_REQUEST_TIMEOUT_MS = 10_000;
 
 /** The library of the LockClients under test. */
 export const TEST_CLIENT: TestClientLibrary = libraryFromEnv();
@@ -27,8 +41,8 @@ function newNodeRedis(options: { url: string; name?: string }) {
 /** The type of a node-redis client createClient({ url }) returns. */
 export type NodeRedis = ReturnType<typeof newNodeRedis>;
 
-/** A connection a LockClient under test runs on: node-redis or ioredis. */
-export type LockConnection = NodeRedis | IoRedis;
+/** A connection a LockClient under test runs on: node-redis, ioredis, iovalkey or GLIDE. */
+export type LockConnection = NodeRedis | IoRedis | IoValkey | GlideClient;
 
 export interface ClientOptions {
   readonly url: string;
@@ -53,17 +67,35 @@ export async function connectClient(
   library: TestClientLibrary = TEST_CLIENT,
 ): Promise<LockConnection> {
   if (library === 'node-redis') return connectNodeRedis(options);
-  const client = new IoRedis(options.url, {
+  if (library === 'glide') return connectGlide(options);
+  const settings = {
     lazyConnect: true,
     ...(options.name === undefined ? {} : { connectionName: options.name }),
-  });
+  };
+  const client =
+    library === 'iovalkey' ? new IoValkey(options.url, settings) : new IoRedis(options.url, settings);
   client.on('error', () => {});
   await client.connect();
   return client;
 }
 
-export function isIoRedis(client: LockConnection): client is IoRedis {
-  return client instanceof IoRedis;
+/** A GLIDE standalone client to `options.url` (host and port; the tests' servers have no password). */
+export async function connectGlide(options: ClientOptions): Promise<GlideClient> {
+  const url = new URL(options.url);
+  return GlideClient.createClient({
+    addresses: [{ host: url.hostname, port: Number(url.port || 6379) }],
+    requestTimeout: GLIDE_REQUEST_TIMEOUT_MS,
+    ...(options.name === undefined ? {} : { clientName: options.name }),
+  });
+}
+
+/** Whether `client` is ioredis or iovalkey (its fork, with the same API). */
+export function isIoRedis(client: LockConnection): client is IoRedis | IoValkey {
+  return client instanceof IoRedis || client instanceof IoValkey;
+}
+
+export function isGlide(client: LockConnection): client is GlideClient {
+  return client instanceof GlideClient;
 }
 
 /** Plain commands on `client`, whichever its library: replies as node-redis gives them over RESP2. */
@@ -72,6 +104,7 @@ export interface Commands {
 }
 
 export function commandsOf(client: LockConnection): Commands {
+  if (isGlide(client)) return { sendCommand: (args: string[]) => client.customCommand(args) };
   if (!isIoRedis(client)) return client;
   return {
     sendCommand: ([name, ...args]: string[]) => client.call(name ?? '', ...args),
@@ -80,7 +113,8 @@ export function commandsOf(client: LockConnection): Commands {
 
 /** Closes `client` at once, without waiting for replies. */
 export function destroyClient(client: LockConnection): void {
-  if (isIoRedis(client)) client.disconnect();
+  if (isGlide(client)) client.close();
+  else if (isIoRedis(client)) client.disconnect();
   else client.destroy();
 }
 
@@ -93,6 +127,14 @@ export type CommandHook = (args: readonly string[]) => Promise<void> | void;
  */
 export function interceptCommands<C extends LockConnection>(client: C, before: CommandHook): C {
   const connection: LockConnection = client;
+  if (isGlide(connection)) {
+    const customCommand = (args: string[]): Promise<unknown> => {
+      const held = before(args);
+      if (held === undefined) return connection.customCommand(args);
+      return held.then(() => connection.customCommand(args));
+    };
+    return methodsProxy(client, 'customCommand', customCommand);
+  }
   const sendCommand = isIoRedis(connection)
     ? (command: { name: string; args: unknown[]; promise: Promise<unknown> }): Promise<unknown> => {
         const held = before([command.name, ...command.args.map(String)]);
@@ -105,9 +147,14 @@ export function interceptCommands<C extends LockConnection>(client: C, before: C
         if (held === undefined) return connection.sendCommand(args, options as never);
         return held.then(() => connection.sendCommand(args, options as never));
       };
+  return methodsProxy(client, 'sendCommand', sendCommand);
+}
+
+/** `client` with `name` replaced by `method`; its other methods run on the client itself. */
+function methodsProxy<C extends LockConnection>(client: C, name: string, method: unknown): C {
   return new Proxy(client, {
     get(target, property) {
-      if (property === 'sendCommand') return sendCommand;
+      if (property === name) return method;
       const value: unknown = Reflect.get(target, property, target);
       // Methods run on the client itself, whose private fields a proxy lacks.
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;

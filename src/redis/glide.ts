@@ -1,0 +1,237 @@
+/**
+ * The adapter for Valkey GLIDE clients (`GlideClient` of `@valkey/valkey-glide`, 2.x). GLIDE is
+ * never imported: a client is recognised by its shape, and the subscriber connection is made by
+ * the client's own class.
+ *
+ * How GLIDE differs from the other libraries, as far as latchkey is concerned:
+ * - Commands go through `customCommand`; the Rust core does not write a command again after a
+ *   reconnect, so one whose connection drops rejects. A command sent while the connection is
+ *   down waits for the reconnect and cannot be withdrawn: GLIDE has no per-command abort.
+ * - GLIDE's `requestTimeout` (250 ms unless set) bounds every command; a command that timed out
+ *   may still have run. Set it to at least latchkey's `commandTimeoutMs`.
+ * - There is no `duplicate()`. The subscriber is a second client made by the user's client's
+ *   class from the configuration that client was created with (GLIDE keeps it on the client),
+ *   with a message callback added; subscriptions are added and removed while it runs (GLIDE
+ *   2.x), and GLIDE subscribes again by itself after a reconnect. It needs RESP3 (GLIDE's
+ *   default): a RESP2 configuration's subscriber is switched to RESP3.
+ * - GLIDE does not tell its user that the subscriber reconnected, so messages published during
+ *   an outage of the subscriber are found by waiters only at their next own check (their wait
+ *   or the lock's lease), not at once as with node-redis and ioredis.
+ */
+import type {
+  GlideClientLike,
+  MessageListener,
+  RedisConnection,
+  Subscriber,
+  SubscriberEvents,
+} from './connection.js';
+
+/** Why a GLIDE client cannot be used. @internal */
+export type GlideProblem = 'cluster' | 'closed' | 'subscriber' | 'unknown-version';
+
+/** A message as GLIDE hands it to the callback. */
+interface GlideMessage {
+  readonly message: unknown;
+  readonly channel: unknown;
+}
+
+/** The subscriber client, made by the user's client's class. */
+interface GlideSubscriberClient {
+  subscribe(channels: Iterable<string>, timeoutMs: number): Promise<unknown>;
+  unsubscribe(channels: Iterable<string>, timeoutMs: number): Promise<unknown>;
+  close(errorMessage?: string): void;
+}
+
+interface GlideClientClass {
+  createClient(configuration: object): Promise<GlideSubscriberClient>;
+}
+
+/** GLIDE's ProtocolVersion.RESP3. */
+const RESP3 = 0;
+/** GLIDE's PubSubChannelModes.Exact. */
+const EXACT_CHANNELS = 0;
+/** How long a subscription waits for the server's confirmation. */
+const SUBSCRIBE_TIMEOUT_MS = 10_000;
+
+/**
+ * A server's error reply, under the name the other libraries give theirs (see replies.ts).
+ * @internal
+ */
+export class ReplyError extends Error {
+  override readonly name = 'ReplyError';
+}
+
+/** Whether `redis` looks like a GLIDE client (standalone or cluster). @internal */
+export function isGlide(redis: unknown): redis is GlideClientLike {
+  if (typeof redis !== 'object' || redis === null) return false;
+  const candidate = redis as Partial<Record<keyof GlideClientLike, unknown>>;
+  return (
+    typeof candidate.customCommand === 'function' &&
+    typeof candidate.invokeScript === 'function' &&
+    typeof candidate.getPubSubMessage === 'function' &&
+    typeof candidate.close === 'function'
+  );
+}
+
+/** Why the GLIDE client `redis` cannot be used, or undefined when it can. @internal */
+export function glideProblem(redis: GlideClientLike): GlideProblem | undefined {
+  // GlideClusterClient routes by key itself; latchkey does not drive it yet.
+  if (typeof (redis as { invokeScriptWithRoute?: unknown }).invokeScriptWithRoute === 'function') {
+    return 'cluster';
+  }
+  if ((redis as { isClosed?: unknown }).isClosed === true) return 'closed';
+  const config = configOf(redis);
+  if (config === undefined || typeof classOf(redis)?.createClient !== 'function') return 'unknown-version';
+  // A client created with subscriptions gets its messages through them; latchkey's own
+  // subscriber is a client of its own.
+  if ((config as { pubsubSubscriptions?: unknown }).pubsubSubscriptions !== undefined) return 'subscriber';
+  return undefined;
+}
+
+/** The configuration the client was created with (a field GLIDE keeps, not documented). */
+function configOf(redis: GlideClientLike): object | undefined {
+  const config = (redis as { config?: unknown }).config;
+  return typeof config === 'object' && config !== null ? config : undefined;
+}
+
+function classOf(redis: GlideClientLike): Partial<GlideClientClass> | undefined {
+  return (redis as { constructor?: Partial<GlideClientClass> }).constructor;
+}
+
+/** GLIDE's errors as the engine reads errors (see replies.ts). */
+function translated(error: unknown): Error {
+  if (!(error instanceof Error)) return new Error(String(error));
+  const kind = error.constructor.name;
+  if (kind === 'RequestError') return new ReplyError(error.message);
+  if (kind === 'ClosingError') return new Error('The client is closed');
+  return error;
+}
+
+/** The connection to Redis through a GLIDE standalone client (checked by {@link glideProblem}). @internal */
+export class GlideConnection implements RedisConnection {
+  readonly library = 'glide';
+  readonly #client: GlideClientLike;
+
+  constructor(client: GlideClientLike) {
+    this.#client = client;
+  }
+
+  get closed(): boolean {
+    return (this.#client as { isClosed?: unknown }).isClosed === true;
+  }
+
+  /**
+   * GLIDE does not say whether its connection is up: a command is taken as written at once (it
+   * is never written twice), and one sent while the connection is down waits for the reconnect
+   * within GLIDE's `requestTimeout`.
+   */
+  get sendsAtOnce(): boolean {
+    return !this.closed;
+  }
+
+  async send(args: string[], signal?: AbortSignal): Promise<unknown> {
+    if (signal?.aborted === true) throw new Error('The command was withdrawn before it was sent');
+    try {
+      return await this.#client.customCommand(args);
+    } catch (error) {
+      throw translated(error);
+    }
+  }
+
+  async openSubscriber(events: SubscriberEvents): Promise<Subscriber> {
+    const Client = classOf(this.#client) as GlideClientClass;
+    const config = configOf(this.#client) ?? {};
+    const subscription = new GlideSubscription();
+    const protocol = (config as { protocol?: unknown }).protocol;
+    const client = await Client.createClient({
+      ...config,
+      lazyConnect: false,
+      ...(protocol === undefined || protocol === RESP3 ? {} : { protocol: RESP3 }),
+      pubsubSubscriptions: {
+        channelsAndPatterns: { [EXACT_CHANNELS]: new Set<string>() },
+        callback: (message: GlideMessage) => subscription.deliver(message),
+      },
+    });
+    subscription.attach(client, events);
+    return subscription;
+  }
+}
+
+/** One callback of GLIDE's per subscriber client, dispatching by channel. */
+class GlideSubscription implements Subscriber {
+  #client: GlideSubscriberClient | undefined;
+  #events: SubscriberEvents | undefined;
+  readonly #channels = new Map<
+    string,
+    { readonly listeners: Set<MessageListener>; ready: Promise<unknown> }
+  >();
+
+  attach(client: GlideSubscriberClient, events: SubscriberEvents): void {
+    this.#client = client;
+    this.#events = events;
+  }
+
+  deliver(message: GlideMessage): void {
+    const channel = String(message.channel);
+    const entry = this.#channels.get(channel);
+    if (entry === undefined) return;
+    const text = String(message.message);
+    for (const listener of entry.listeners) listener(text, channel);
+  }
+
+  subscribe(channel: string, listener: MessageListener): Promise<unknown> {
+    const known = this.#channels.get(channel);
+    if (known !== undefined) {
+      known.listeners.add(listener);
+      return known.ready;
+    }
+    const entry = { listeners: new Set([listener]), ready: Promise.resolve() as Promise<unknown> };
+    entry.ready = this.#ready()
+      .subscribe([channel], SUBSCRIBE_TIMEOUT_MS)
+      .catch((error: unknown) => {
+        // The next subscriber tries again.
+        if (this.#channels.get(channel) === entry) this.#channels.delete(channel);
+        const failure = translated(error);
+        this.#events?.onError(failure);
+        throw failure;
+      });
+    this.#channels.set(channel, entry);
+    return entry.ready;
+  }
+
+  unsubscribe(channel: string, listener: MessageListener): Promise<unknown> {
+    const entry = this.#channels.get(channel);
+    if (entry === undefined || !entry.listeners.delete(listener)) return Promise.resolve();
+    if (entry.listeners.size > 0) return Promise.resolve();
+    this.#channels.delete(channel);
+    return this.#ready()
+      .unsubscribe([channel], SUBSCRIBE_TIMEOUT_MS)
+      .catch((error: unknown) => {
+        throw translated(error);
+      });
+  }
+
+  /** The socket to GLIDE's core (a field GLIDE keeps, not documented). */
+  unref(): void {
+    this.#socket()?.unref?.();
+  }
+
+  ref(): void {
+    this.#socket()?.ref?.();
+  }
+
+  destroy(): void {
+    this.#channels.clear();
+    this.#client?.close();
+  }
+
+  #ready(): GlideSubscriberClient {
+    if (this.#client === undefined) throw new Error('The subscriber is not connected yet');
+    return this.#client;
+  }
+
+  #socket(): { ref?(): unknown; unref?(): unknown } | undefined {
+    const socket = (this.#client as { socket?: unknown } | undefined)?.socket;
+    return typeof socket === 'object' && socket !== null ? socket : undefined;
+  }
+}
