@@ -8,6 +8,15 @@ import { KINDS } from '../support/kinds.js';
 import { sharedSuite } from '../support/shared-suite.js';
 import { sleep, waitUntil } from '../support/wait.js';
 
+/**
+ * The watchdog's lease: long enough that a loaded machine's stalls do not lose the holds (with
+ * 150 ms, a stall at load 15 lost them and nothing was reported). The watchdog renews every
+ * third of it, and a long hold is reported at the first renewal past LONG_HOLD_MS.
+ */
+const WATCHDOG_MS = 3_000;
+const RENEW_EVERY_MS = WATCHDOG_MS / 3;
+const LONG_HOLD_MS = 300;
+
 describe('long holds', () => {
   const { lockClient } = sharedSuite('long-hold');
   const warnings: Error[] = [];
@@ -24,20 +33,24 @@ describe('long holds', () => {
   });
 
   it('reports each kind once, and warns the process once per client', async () => {
-    const locks = lockClient({ watchdogTimeoutMs: 150, longHoldWarningMs: 300 });
+    const locks = lockClient({ watchdogTimeoutMs: WATCHDOG_MS, longHoldWarningMs: LONG_HOLD_MS });
     const events: LeaseHeldLongEvent[] = [];
     locks.on('leaseHeldLong', (event) => events.push(event));
     const leases = await Promise.all(
       KINDS.map((kind) => kind.handle(locks, `ledger:${kind.name}`).acquire()),
     );
-    await waitUntil('every long hold is reported', () => events.length === KINDS.length, 3_000);
+    await waitUntil(
+      'every long hold is reported',
+      () => events.length === KINDS.length,
+      LONG_HOLD_MS + 3 * RENEW_EVERY_MS,
+    );
     expect(events.map((event) => event.name).sort()).toEqual(
       KINDS.map((kind) => `ledger:${kind.name}`).sort(),
     );
-    for (const event of events) expect(event.heldMs).toBeGreaterThanOrEqual(300);
+    for (const event of events) expect(event.heldMs).toBeGreaterThanOrEqual(LONG_HOLD_MS);
     await waitUntil('the process warning is out', () => warnings.length === 1, 1_000);
-    // Nothing more, however long the holds last.
-    await sleep(400);
+    // Nothing more, however long the holds last: two more renewals.
+    await sleep(2 * RENEW_EVERY_MS);
     expect(events).toHaveLength(KINDS.length);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]?.message).toContain('without a release');
@@ -46,16 +59,17 @@ describe('long holds', () => {
 
   it('says nothing about a lease released in time, a fixed lease, or with the check off', async () => {
     const events: LeaseHeldLongEvent[] = [];
-    const locks = lockClient({ watchdogTimeoutMs: 150, longHoldWarningMs: 300 });
+    const locks = lockClient({ watchdogTimeoutMs: WATCHDOG_MS, longHoldWarningMs: LONG_HOLD_MS });
     locks.on('leaseHeldLong', (event) => events.push(event));
     const quick = await locks.lock('ledger:quick').acquire();
-    await sleep(150);
+    await sleep(LONG_HOLD_MS / 2);
     await quick.release();
-    const fixed = await locks.lock('ledger:fixed').acquire({ leaseMs: 2_000 });
-    const off = lockClient({ watchdogTimeoutMs: 150, longHoldWarningMs: 0 });
+    const fixed = await locks.lock('ledger:fixed').acquire({ leaseMs: 60_000 });
+    const off = lockClient({ watchdogTimeoutMs: WATCHDOG_MS, longHoldWarningMs: 0 });
     off.on('leaseHeldLong', (event) => events.push(event));
     const kept = await off.lock('ledger:kept').acquire();
-    await sleep(700);
+    // Two renewals of `kept` past LONG_HOLD_MS, either of which would report it if the check ran.
+    await sleep(LONG_HOLD_MS + 2 * RENEW_EVERY_MS);
     expect(events).toEqual([]);
     expect(warnings).toEqual([]);
     await fixed.release();
