@@ -11,6 +11,7 @@ import {
 import { uniquePrefix } from '../support/keys.js';
 import { sharedRedis, startRedis, type RedisInstance } from '../support/redis-server.js';
 import { testResources, type LockConnection, type Redis } from '../support/resources.js';
+import { watchEventLoopDelay } from '../support/stamps.js';
 import { sleep } from '../support/wait.js';
 
 interface Timed<T> {
@@ -234,6 +235,7 @@ describe('losing a held lock while Redis is unreachable', () => {
     const renewFailures: RenewFailedEvent[] = [];
     locks.on('renewFailed', (event) => renewFailures.push(event));
 
+    const delay = watchEventLoopDelay();
     const acquireStartedAt = performance.now();
     const lease = await locks.lock('payout:run').acquire();
     // Frozen before the first renewal (a third of the lease away): no renewal can succeed,
@@ -246,11 +248,14 @@ describe('losing a held lock while Redis is unreachable', () => {
       expect(pausedAt - acquireStartedAt).toBeLessThan(watchdogTimeoutMs / 3);
       ({ at: abortedAt, value: reason } = await abortOf(lease.signal, watchdogTimeoutMs + 3_000));
     } finally {
+      delay.stop();
       await server.resume();
     }
 
     expectLost(reason, 'expired');
-    expect(abortedAt).toBeLessThanOrEqual(acquireStartedAt + watchdogTimeoutMs);
+    // At the deadline counted from the request, by the holder's timer: late only by as much as
+    // this process's event loop was held up (a busy machine's scheduler; 7 ms seen at load 15).
+    expect(abortedAt).toBeLessThanOrEqual(acquireStartedAt + watchdogTimeoutMs + delay.maxMs());
     expect(abortedAt).toBeGreaterThanOrEqual(acquireStartedAt + watchdogTimeoutMs - 100);
     expect(renewFailures.length).toBeGreaterThan(0);
     expect(renewFailures.every((event) => event.names.includes('payout:run'))).toBe(true);

@@ -442,7 +442,12 @@ async function startProcessRedis(extraArgs: readonly string[]): Promise<ProcessR
 
 type Testcontainers = typeof Testcontainers_;
 
+/** Set (to 1) to have each look for a Docker engine say so on stderr: see harness-without-redis. */
+export const TRACE_DOCKER_PROBES_ENV = 'LATCHKEY_TEST_TRACE_DOCKER_PROBES';
+export const DOCKER_PROBE_LINE = 'latchkey test harness: looking for a Docker engine';
+
 async function dockerRuntime(): Promise<{ module: Testcontainers } | { unavailable: string }> {
+  if (process.env[TRACE_DOCKER_PROBES_ENV] === '1') process.stderr.write(`${DOCKER_PROBE_LINE}\n`);
   try {
     const module = await import('testcontainers');
     await module.getContainerRuntimeClient();
