@@ -38,7 +38,8 @@ interface GlideMessage {
 /** The subscriber client, made by the user's client's class. */
 interface GlideSubscriberClient {
   subscribe(channels: Iterable<string>, timeoutMs: number): Promise<unknown>;
-  unsubscribe(channels: Iterable<string>, timeoutMs: number): Promise<unknown>;
+  /** `null`: every channel. */
+  unsubscribe(channels: Iterable<string> | null, timeoutMs: number): Promise<unknown>;
   close(errorMessage?: string): void;
 }
 
@@ -98,13 +99,64 @@ function classOf(redis: GlideClientLike): Partial<GlideClientClass> | undefined 
   return (redis as { constructor?: Partial<GlideClientClass> }).constructor;
 }
 
+/**
+ * The error codes of the server's replies that GLIDE's core names by a kind of its own, and
+ * writes as "An error was signalled by the server: - NoScriptError: No matching script…".
+ * Other codes it writes as "WRONGTYPE: Operation against…".
+ */
+const SERVER_ERROR_CODES: Readonly<Record<string, string>> = {
+  ResponseError: 'ERR',
+  ExecAbortError: 'EXECABORT',
+  BusyLoadingError: 'LOADING',
+  NoScriptError: 'NOSCRIPT',
+  Moved: 'MOVED',
+  Ask: 'ASK',
+  TryAgain: 'TRYAGAIN',
+  ClusterDown: 'CLUSTERDOWN',
+  CrossSlot: 'CROSSSLOT',
+  MasterDown: 'MASTERDOWN',
+  ReadOnly: 'READONLY',
+  NotBusy: 'NOTBUSY',
+};
+
+const NAMED_KIND = /^An error was signalled by the server: - (\w+): ([\s\S]*)$/;
+const CODE_FIRST = /^([A-Z][A-Z0-9_-]*): ([\s\S]*)$/;
+
+/** A server error as the server wrote it, "CODE detail", from GLIDE's wording of it. */
+function serverErrorText(message: string): string {
+  const named = NAMED_KIND.exec(message);
+  if (named !== null) {
+    const code = SERVER_ERROR_CODES[named[1] ?? ''];
+    return code === undefined ? message : `${code} ${named[2] ?? ''}`;
+  }
+  const coded = CODE_FIRST.exec(message);
+  return coded === null ? message : `${coded[1] ?? ''} ${coded[2] ?? ''}`;
+}
+
 /** GLIDE's errors as the engine reads errors (see replies.ts). */
 function translated(error: unknown): Error {
   if (!(error instanceof Error)) return new Error(String(error));
   const kind = error.constructor.name;
-  if (kind === 'RequestError') return new ReplyError(error.message);
-  if (kind === 'ClosingError') return new Error('The client is closed');
+  if (kind === 'RequestError') return new ReplyError(serverErrorText(error.message), { cause: error });
+  if (kind === 'ClosingError') return new Error('The client is closed', { cause: error });
   return error;
+}
+
+/**
+ * A RESP3 map as GLIDE gives it (an array of `{ key, value }`), flattened into the
+ * key-value array of RESP2, as the other libraries give maps; anything else as it is. @internal
+ */
+export function flatMaps(reply: unknown): unknown {
+  if (!Array.isArray(reply)) return reply;
+  const first: unknown = reply[0];
+  const isRecord =
+    typeof first === 'object' &&
+    first !== null &&
+    !Array.isArray(first) &&
+    !Buffer.isBuffer(first) &&
+    'key' in first;
+  if (!isRecord) return reply.map(flatMaps);
+  return (reply as { key: unknown; value: unknown }[]).flatMap(({ key, value }) => [key, flatMaps(value)]);
 }
 
 /** The connection to Redis through a GLIDE standalone client (checked by {@link glideProblem}). @internal */
@@ -132,7 +184,7 @@ export class GlideConnection implements RedisConnection {
   async send(args: string[], signal?: AbortSignal): Promise<unknown> {
     if (signal?.aborted === true) throw new Error('The command was withdrawn before it was sent');
     try {
-      return await this.#client.customCommand(args);
+      return flatMaps(await this.#client.customCommand(args));
     } catch (error) {
       throw translated(error);
     }
@@ -220,9 +272,19 @@ class GlideSubscription implements Subscriber {
     this.#socket()?.ref?.();
   }
 
+  /**
+   * GLIDE's `close()` leaves the connection to the server open for a while (its core drops it
+   * later), still subscribed: a hand-over would then go to this closed client's waiters, whose
+   * grant channel still counts a listener. So the subscriptions are dropped first.
+   */
   destroy(): void {
+    const client = this.#client;
     this.#channels.clear();
-    this.#client?.close();
+    if (client === undefined) return;
+    void client
+      .unsubscribe(null, SUBSCRIBE_TIMEOUT_MS)
+      .catch(() => {})
+      .finally(() => client.close());
   }
 
   #ready(): GlideSubscriberClient {

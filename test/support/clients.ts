@@ -9,6 +9,7 @@ import { GlideClient } from '@valkey/valkey-glide';
 import { Redis as IoRedis } from 'ioredis';
 import { Redis as IoValkey } from 'iovalkey';
 import { createClient } from 'redis';
+import { flatMaps } from '../../src/redis/glide.js';
 
 export type TestClientLibrary = 'node-redis' | 'ioredis' | 'iovalkey' | 'glide';
 
@@ -104,7 +105,9 @@ export interface Commands {
 }
 
 export function commandsOf(client: LockConnection): Commands {
-  if (isGlide(client)) return { sendCommand: (args: string[]) => client.customCommand(args) };
+  if (isGlide(client)) {
+    return { sendCommand: async (args: string[]) => flatMaps(await client.customCommand(args)) };
+  }
   if (!isIoRedis(client)) return client;
   return {
     sendCommand: ([name, ...args]: string[]) => client.call(name ?? '', ...args),
