@@ -14,9 +14,9 @@
  *   with a message callback added; subscriptions are added and removed while it runs (GLIDE
  *   2.x), and GLIDE subscribes again by itself after a reconnect. It needs RESP3 (GLIDE's
  *   default): a RESP2 configuration's subscriber is switched to RESP3.
- * - GLIDE does not tell its user that the subscriber reconnected, so messages published during
- *   an outage of the subscriber are found by waiters only at their next own check (their wait
- *   or the lock's lease), not at once as with node-redis and ioredis.
+ * - GLIDE does not tell its user that the subscriber reconnected: the server's confirmations of
+ *   GLIDE's own resubscription are taken as the sign (see GlideSubscription), and no connection
+ *   error of the subscriber is reported (GLIDE reports none).
  */
 import type {
   GlideClientLike,
@@ -51,6 +51,8 @@ interface GlideClientClass {
 const RESP3 = 0;
 /** GLIDE's PubSubChannelModes.Exact. */
 const EXACT_CHANNELS = 0;
+/** How long after the last unasked push of a reconnect the reconnect is told. */
+const RECONNECT_SETTLE_MS = 20;
 /** How long a subscription waits for the server's confirmation. */
 const SUBSCRIBE_TIMEOUT_MS = 10_000;
 
@@ -218,9 +220,48 @@ class GlideSubscription implements Subscriber {
     { readonly listeners: Set<MessageListener>; ready: Promise<unknown> }
   >();
 
+  /** Confirmations of this subscriber's own SUBSCRIBE and UNSUBSCRIBE still to come. */
+  #confirmations = 0;
+  #reconnectNotice: ReturnType<typeof setTimeout> | undefined;
+
   attach(client: GlideSubscriberClient, events: SubscriberEvents): void {
     this.#client = client;
     this.#events = events;
+    this.#watchPushes(client);
+  }
+
+  /**
+   * GLIDE tells nothing of a reconnect, but after one its core subscribes again to every
+   * channel, and the server confirms each: a push that is neither a message nor the
+   * confirmation of a call of this subscriber is taken as that (or as the notice of the
+   * disconnect before it), and whoever waits checks again. Seen through the method GLIDE reads
+   * each push with (not documented); without it, no reconnect is noticed.
+   */
+  #watchPushes(client: GlideSubscriberClient): void {
+    const target = client as { notificationToPubSubMessageSafe?: unknown };
+    const read = target.notificationToPubSubMessageSafe;
+    if (typeof read !== 'function') return;
+    target.notificationToPubSubMessageSafe = (...args: unknown[]): unknown => {
+      const message: unknown = (read as (...given: unknown[]) => unknown).apply(client, args);
+      if (message !== null && message !== undefined) return message;
+      if (this.#confirmations > 0) this.#confirmations -= 1;
+      else this.#noticeReconnect();
+      return message;
+    };
+  }
+
+  /** One notice for the confirmations of one reconnect, once they are all in. */
+  #noticeReconnect(): void {
+    if (this.#reconnectNotice !== undefined) clearTimeout(this.#reconnectNotice);
+    this.#reconnectNotice = setTimeout(() => {
+      this.#reconnectNotice = undefined;
+      this.#events?.onReconnect();
+    }, RECONNECT_SETTLE_MS);
+    this.#reconnectNotice.unref?.();
+  }
+
+  #confirmed(): void {
+    if (this.#confirmations > 0) this.#confirmations -= 1;
   }
 
   deliver(message: GlideMessage): void {
@@ -238,15 +279,16 @@ class GlideSubscription implements Subscriber {
       return known.ready;
     }
     const entry = { listeners: new Set([listener]), ready: Promise.resolve() as Promise<unknown> };
-    entry.ready = this.#ready()
-      .subscribe([channel], SUBSCRIBE_TIMEOUT_MS)
-      .catch((error: unknown) => {
-        // The next subscriber tries again.
-        if (this.#channels.get(channel) === entry) this.#channels.delete(channel);
-        const failure = translated(error);
-        this.#events?.onError(failure);
-        throw failure;
-      });
+    const client = this.#ready();
+    this.#confirmations += 1;
+    entry.ready = client.subscribe([channel], SUBSCRIBE_TIMEOUT_MS).catch((error: unknown) => {
+      this.#confirmed();
+      // The next subscriber tries again.
+      if (this.#channels.get(channel) === entry) this.#channels.delete(channel);
+      const failure = translated(error);
+      this.#events?.onError(failure);
+      throw failure;
+    });
     this.#channels.set(channel, entry);
     return entry.ready;
   }
@@ -256,11 +298,12 @@ class GlideSubscription implements Subscriber {
     if (entry === undefined || !entry.listeners.delete(listener)) return Promise.resolve();
     if (entry.listeners.size > 0) return Promise.resolve();
     this.#channels.delete(channel);
-    return this.#ready()
-      .unsubscribe([channel], SUBSCRIBE_TIMEOUT_MS)
-      .catch((error: unknown) => {
-        throw translated(error);
-      });
+    const client = this.#ready();
+    this.#confirmations += 1;
+    return client.unsubscribe([channel], SUBSCRIBE_TIMEOUT_MS).catch((error: unknown) => {
+      this.#confirmed();
+      throw translated(error);
+    });
   }
 
   /** The socket to GLIDE's core (a field GLIDE keeps, not documented). */
@@ -280,6 +323,8 @@ class GlideSubscription implements Subscriber {
   destroy(): void {
     const client = this.#client;
     this.#channels.clear();
+    if (this.#reconnectNotice !== undefined) clearTimeout(this.#reconnectNotice);
+    this.#events = undefined;
     if (client === undefined) return;
     void client
       .unsubscribe(null, SUBSCRIBE_TIMEOUT_MS)

@@ -159,7 +159,9 @@ function methodsProxy<C extends LockConnection>(client: C, name: string, method:
     get(target, property) {
       if (property === name) return method;
       const value: unknown = Reflect.get(target, property, target);
-      // Methods run on the client itself, whose private fields a proxy lacks.
+      // Methods run on the client itself, whose private fields a proxy lacks; the class stays
+      // as it is (a GLIDE subscriber is made by its static createClient).
+      if (property === 'constructor') return value;
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
   });
