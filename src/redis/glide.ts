@@ -119,6 +119,7 @@ const SERVER_ERROR_CODES: Readonly<Record<string, string>> = {
   MasterDown: 'MASTERDOWN',
   ReadOnly: 'READONLY',
   NotBusy: 'NOTBUSY',
+  PermissionDenied: 'NOPERM',
 };
 
 const NAMED_KIND = /^An error was signalled by the server: - (\w+): ([\s\S]*)$/;

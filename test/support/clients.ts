@@ -35,6 +35,30 @@ export const GLIDE_REQUEST_TIMEOUT_MS = 10_000;
 /** The library of the LockClients under test. */
 export const TEST_CLIENT: TestClientLibrary = libraryFromEnv();
 
+/** What a test needs of the library under test that not every library can do. */
+export type Needs = 'subscriber-on-replica' | 'subscriber-errors';
+
+/**
+ * The one place that says which tests do not apply to which library, and why; a test that
+ * needs one of these skips with `it.skipIf(cannot('…'))`.
+ */
+const CANNOT: Readonly<Record<TestClientLibrary, Partial<Record<Needs, string>>>> = {
+  'node-redis': {},
+  ioredis: {},
+  iovalkey: {},
+  glide: {
+    'subscriber-on-replica':
+      "GLIDE's standalone client connects to a primary only (it checks the node's role), so its subscriber cannot be made to sit on a replica",
+    'subscriber-errors':
+      'GLIDE reports no connection error of a client: a waiter whose only connection in use is its subscriber cannot see Redis go away before its own next call',
+  },
+};
+
+/** Why the library under test cannot do what `need` names, or undefined when it can. */
+export function cannot(need: Needs): string | undefined {
+  return CANNOT[TEST_CLIENT][need];
+}
+
 function newNodeRedis(options: { url: string; name?: string }) {
   return createClient(options);
 }
@@ -80,12 +104,16 @@ export async function connectClient(
   return client;
 }
 
-/** A GLIDE standalone client to `options.url` (host and port; the tests' servers have no password). */
+/** A GLIDE standalone client to `options.url` (host, port, and the user and password in it). */
 export async function connectGlide(options: ClientOptions): Promise<GlideClient> {
   const url = new URL(options.url);
+  const password = decodeURIComponent(url.password);
   return GlideClient.createClient({
     addresses: [{ host: url.hostname, port: Number(url.port || 6379) }],
     requestTimeout: GLIDE_REQUEST_TIMEOUT_MS,
+    ...(password === ''
+      ? {}
+      : { credentials: { username: decodeURIComponent(url.username) || 'default', password } }),
     ...(options.name === undefined ? {} : { clientName: options.name }),
   });
 }
