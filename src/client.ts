@@ -20,6 +20,7 @@ import { ReadWriteLock } from './primitives/read-write-lock/read-write-lock.js';
 import { Semaphore } from './primitives/semaphore/semaphore.js';
 import { SimpleLock } from './primitives/simple-lock/simple-lock.js';
 import { adapt, isConnection, type ClientProblem } from './redis/adapt.js';
+import { problemMessage } from './redis/problems.js';
 import type { LockRedisClient, RedisConnection } from './redis/connection.js';
 import {
   checkBoolean,
@@ -56,42 +57,7 @@ const EXPECTED_CLIENT =
 
 /** What is wrong with the client the user passed, said as what was expected and what arrived. */
 function clientProblemMessage(redis: unknown, found: ClientProblem): string {
-  if (!('library' in found)) return `${EXPECTED_CLIENT}, got ${describe(redis)}`;
-  if (found.library === 'node-redis') {
-    switch (found.problem) {
-      case 'cluster':
-        return 'This node-redis Cluster client lacks what latchkey uses (`duplicate`, `sSubscribe` of node-redis 5): pass a createCluster() client of the `redis` package, v5 or later';
-      case 'sentinel':
-        return 'This node-redis Sentinel client lacks what latchkey uses (`use`, `subscribe`, `topology-change` events of node-redis 5): pass a createSentinel() client of the `redis` package, v5 or later';
-      case 'not-open':
-        return `${EXPECTED_CLIENT}; the node-redis client is not connected: call \`await client.connect()\` first`;
-    }
-  }
-  if (found.library === 'glide') {
-    switch (found.problem) {
-      case 'cluster':
-        return 'Valkey GLIDE cluster clients are not supported yet: got a GlideClusterClient; pass a GlideClient (standalone), or for a Redis Cluster a node-redis createCluster() client (connected)';
-      case 'closed':
-        return `${EXPECTED_CLIENT}; the GLIDE client is closed: pass a client that is open`;
-      case 'subscriber':
-        return `${EXPECTED_CLIENT}; the GLIDE client was created with \`pubsubSubscriptions\`: pass a client created without them (latchkey opens its own subscriber)`;
-      case 'unknown-version':
-        return `${EXPECTED_CLIENT}; this GLIDE client lacks what latchkey uses (its configuration and \`createClient\` of @valkey/valkey-glide 2.x)`;
-    }
-  }
-  const ioredis = found.library;
-  switch (found.problem) {
-    case 'cluster':
-      return `${ioredis} Cluster clients are not supported: got an ${ioredis} Cluster client; for a Redis Cluster pass a node-redis createCluster() client (connected), or a standalone ${ioredis} client from new Redis()`;
-    case 'lazy':
-      return `${EXPECTED_CLIENT}; the ${ioredis} client is not connected (status "wait", from \`lazyConnect\`): call \`await redis.connect()\` first`;
-    case 'closed':
-      return `${EXPECTED_CLIENT}; the ${ioredis} client is closed (status "end"): pass a client that is open`;
-    case 'subscriber':
-      return `${EXPECTED_CLIENT}; the ${ioredis} client is in subscriber or monitor mode, where it can send no other command: pass a client of its own`;
-    case 'unknown-version':
-      return `${EXPECTED_CLIENT}; this ${ioredis} client builds its commands in a way latchkey does not know (ioredis 5 and 6 and iovalkey 0.4 are supported)`;
-  }
+  return problemMessage(EXPECTED_CLIENT, describe(redis), found);
 }
 
 /**

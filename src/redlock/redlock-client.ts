@@ -6,6 +6,7 @@ import { InvalidArgumentError } from '../errors.js';
 import { lockKey } from '../keys.js';
 import type { LockClientEvents } from '../options.js';
 import { adapt, isConnection, type ClientProblem } from '../redis/adapt.js';
+import { problemMessage } from '../redis/problems.js';
 import type { LockRedisClient, RedisConnection } from '../redis/connection.js';
 import {
   checkDuration,
@@ -41,22 +42,11 @@ const CLIENT_OPTIONS = [
 /** What is wrong with master `index`, said as what was expected and what arrived. */
 function masterProblem(index: number, redis: unknown, found: ClientProblem): string {
   const expected = `Expected \`masters[${index}]\` to be a connected standalone node-redis (createClient()) or ioredis (new Redis()) client`;
-  if (!('library' in found)) return `${expected}, got ${describe(redis)}`;
-  switch (found.problem) {
-    case 'cluster':
-      return `${expected}, got a ${found.library} Cluster client: Redlock needs independent masters`;
-    case 'sentinel':
-      return `${expected}, got a ${found.library} Sentinel client: Redlock needs independent masters`;
-    case 'not-open':
-    case 'lazy':
-      return `${expected}; this ${found.library} client is not connected: call \`connect()\` first`;
-    case 'closed':
-      return `${expected}; this ${found.library} client is closed`;
-    case 'subscriber':
-      return `${expected}; this ioredis client is in subscriber or monitor mode: pass a client of its own`;
-    case 'unknown-version':
-      return `${expected}; this ioredis client builds its commands in a way latchkey does not know (ioredis 5 and 6 are supported)`;
+  if ('library' in found && (found.problem === 'cluster' || found.problem === 'sentinel')) {
+    const kind = found.problem === 'cluster' ? 'Cluster' : 'Sentinel';
+    return `${expected}, got a ${found.library} ${kind} client: Redlock needs independent masters`;
   }
+  return problemMessage(expected, describe(redis), found);
 }
 
 function checkMasters(masters: unknown): RedisConnection[] {
