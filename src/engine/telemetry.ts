@@ -45,10 +45,15 @@ export interface Telemetry {
    */
   readonly enabled: boolean;
   /** Runs one acquire call (`run`) in a span and records its outcome and wait. */
+  /**
+   * Runs one acquire call (`run`) of `target` in a span that starts at `startedAt`, the start of
+   * the caller's call by the monotonic clock, which its `waitMs` counts from.
+   */
   acquire<L extends Lease>(
     target: Target,
     waitMs: number,
     signal: AbortSignal | undefined,
+    startedAt: number,
     run: () => Promise<L | null>,
   ): Promise<L | null>;
   /** Runs one release call (`run`) of `hold` in a span. */
@@ -72,6 +77,7 @@ export const NO_TELEMETRY: Telemetry = Object.freeze({
     _target: Target,
     _waitMs: number,
     _signal: AbortSignal | undefined,
+    _startedAt: number,
     run: () => Promise<L | null>,
   ) => run(),
   release: (_hold: Hold, run: () => Promise<void>) => run(),
@@ -212,13 +218,14 @@ class OpenTelemetryReporter implements Telemetry {
     target: Target,
     waitMs: number,
     signal: AbortSignal | undefined,
+    startedAt: number,
     run: () => Promise<L | null>,
   ): Promise<L | null> {
     const kind = target.protocol.kind;
     const span = this.#tracer.startSpan('latchkey.acquire', {
       attributes: { [NAME]: target.name, [KIND]: kind },
+      startTime: performance.timeOrigin + startedAt,
     });
-    const startedAt = performance.now();
     let outcome: AcquireOutcomeName = 'error';
     try {
       const lease = await run();

@@ -41,7 +41,9 @@ describe('telemetry with the API and no SDK', () => {
     );
     expect(telemetry.enabled).toBe(true);
     const lease = { holdCount: 1 } as Lease;
-    await expect(telemetry.acquire(target, 0, undefined, () => Promise.resolve(lease))).resolves.toBe(lease);
+    await expect(
+      telemetry.acquire(target, 0, undefined, performance.now(), () => Promise.resolve(lease)),
+    ).resolves.toBe(lease);
     expect(exporter.getFinishedSpans().map((span) => span.name)).toEqual(['latchkey.acquire']);
   });
 

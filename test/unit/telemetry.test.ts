@@ -80,12 +80,14 @@ describe('telemetry without the API', () => {
 
   it('passes acquire and release calls through unchanged, results and errors alike', async () => {
     const lease = { holdCount: 1 } as Lease;
-    await expect(NO_TELEMETRY.acquire(target, 0, undefined, () => Promise.resolve(lease))).resolves.toBe(
+    await expect(NO_TELEMETRY.acquire(target, 0, undefined, 0, () => Promise.resolve(lease))).resolves.toBe(
       lease,
     );
-    await expect(NO_TELEMETRY.acquire(target, 0, undefined, () => Promise.resolve(null))).resolves.toBeNull();
+    await expect(
+      NO_TELEMETRY.acquire(target, 0, undefined, 0, () => Promise.resolve(null)),
+    ).resolves.toBeNull();
     const failure = new Error('connection lost');
-    await expect(NO_TELEMETRY.acquire(target, 10, undefined, () => Promise.reject(failure))).rejects.toBe(
+    await expect(NO_TELEMETRY.acquire(target, 10, undefined, 0, () => Promise.reject(failure))).rejects.toBe(
       failure,
     );
     await expect(NO_TELEMETRY.release(hold, () => Promise.resolve())).resolves.toBeUndefined();

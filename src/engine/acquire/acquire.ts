@@ -101,7 +101,7 @@ export class Acquirer {
     if (!telemetry.enabled) {
       return this.#acquire(target, field, waitMs, leaseMs, signal, newLease, throwOnTimeout, startedAt);
     }
-    return telemetry.acquire(target, waitMs, signal, () =>
+    return telemetry.acquire(target, waitMs, signal, startedAt, () =>
       this.#acquire(target, field, waitMs, leaseMs, signal, newLease, throwOnTimeout, startedAt),
     );
   }
