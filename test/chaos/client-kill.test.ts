@@ -128,11 +128,15 @@ describe.each(KINDS)('CLIENT KILL: $name', (kind) => {
       };
 
       /**
-       * Redis must never hold more for this owner than `believed` (kinds with hold counts),
-       * never for two owners, and never without the lease as expiry. The admin connection is
-       * the one the kills skip.
+       * Redis must never hold more for this owner than its lease believes (kinds with hold
+       * counts), never for two owners, and never without the lease as expiry. The admin
+       * connection is the one the kills skip. A lease already past its deadline by the holder's
+       * clock reads a hold count of 0 while Redis may still show the hold until its own, later,
+       * expiry (seen at load 13): only the other checks apply to it.
        */
-      const checkLock = async (key: string, believed: number, when: string): Promise<void> => {
+      const checkLock = async (key: string, lease: Lease, when: string): Promise<void> => {
+        const believed = lease.holdCount;
+        const lost = lease.signal.aborted;
         const { type, pttl, owners, counts } = await kind.inspect(env.admin, key);
         reads += 1;
         if (kind.exclusive && owners > 1) violations.push(`${when}: ${owners} owners hold ${key}`);
@@ -144,7 +148,9 @@ describe.each(KINDS)('CLIENT KILL: $name', (kind) => {
         // Other owners of a non-exclusive kind (readers) show too: none holds more than two.
         const most = kind.exclusive ? believed : Math.max(believed, 2);
         for (const count of counts) {
-          if (count > most) violations.push(`${when}: Redis holds ${count}, the owner believes ${believed}`);
+          if (count > most && !lost) {
+            violations.push(`${when}: Redis holds ${count}, the owner believes ${believed}`);
+          }
         }
       };
 
@@ -167,14 +173,14 @@ describe.each(KINDS)('CLIENT KILL: $name', (kind) => {
               lock.withLock(
                 async (outer) => {
                   acquired = true;
-                  await checkLock(key, outer.holdCount, 'after acquire');
+                  await checkLock(key, outer, 'after acquire');
                   if (kind.reentrant && Math.random() < 0.5) {
                     const inner = await settle(
                       within(lock.acquire({ waitMs: 2_000 }), CALL_BOUND_MS, 're-enter'),
                     );
                     if (record('re-enter', inner) && inner.value !== undefined) {
                       const lease: Lease = inner.value;
-                      await checkLock(key, lease.holdCount, 'after re-enter');
+                      await checkLock(key, lease, 'after re-enter');
                       const [outerToken, innerToken] = [kind.tokenOf(outer), kind.tokenOf(lease)];
                       if (outerToken !== undefined && innerToken !== undefined && innerToken <= outerToken) {
                         violations.push(`re-entry got token ${innerToken} after ${outerToken}`);
