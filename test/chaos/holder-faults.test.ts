@@ -263,7 +263,8 @@ describe.each(KINDS.filter((kind) => kind.exclusive))('faults of the lock holder
       expectLaterToken(kind, held, taken);
 
       const takeoverMs = msBetween(pauseFrom, takenAt);
-      expect(takeoverMs).toBeLessThanOrEqual(LEASE_MS + TAKEOVER_SLACK_MS);
+      // The waiter's expiry bound fires late by as much as its event loop was held up.
+      expect(takeoverMs).toBeLessThanOrEqual(LEASE_MS + TAKEOVER_SLACK_MS + Number(taken['loopDelayMaxMs']));
       // Never while the holder's last confirmed lease could still run in Redis.
       const expiry = earliestExpiry(holder, acquireSentBefore);
       expect(takenAt).toBeGreaterThanOrEqual(expiry - BigInt(EXPIRY_CLOCK_SLACK_MS) * MS);
@@ -391,7 +392,8 @@ describe.each(KINDS.filter((kind) => kind.exclusive))('faults of the lock holder
       expectLaterToken(kind, held, taken);
 
       const takeoverMs = msBetween(blockedFrom, takenAt);
-      expect(takeoverMs).toBeLessThanOrEqual(LEASE_MS + TAKEOVER_SLACK_MS);
+      // The waiter's expiry bound fires late by as much as its event loop was held up.
+      expect(takeoverMs).toBeLessThanOrEqual(LEASE_MS + TAKEOVER_SLACK_MS + Number(taken['loopDelayMaxMs']));
       const expiry = earliestExpiry(holder, acquireSentBefore);
       expect(takenAt).toBeGreaterThanOrEqual(expiry - BigInt(EXPIRY_CLOCK_SLACK_MS) * MS);
 

@@ -130,13 +130,16 @@ describe('SimpleLock', () => {
   });
 
   it('is renewed by the watchdog while held, and reports the loss when its token is replaced', async () => {
-    const locks = lockClient({ watchdogTimeoutMs: 300 });
+    // A lease of 1 s, renewed every third: a stall of a loaded machine's scheduler must pass
+    // 600 ms to lose it (with 300 ms, a stall of 200 ms at load 13 did).
+    const locks = lockClient({ watchdogTimeoutMs: 1_000 });
     const lost: LockLostEvent[] = [];
     locks.on('lockLost', (event) => lost.push(event));
     const lock = locks.simpleLock('exports:monthly');
     const lease = await lock.acquire();
     const token = await foreign.get(lock.key);
-    await sleep(900);
+    // Three leases.
+    await sleep(3_000);
     expect(await foreign.get(lock.key)).toBe(token);
     expect(await foreign.pTTL(lock.key)).toBeGreaterThan(0);
     expect(lease.signal.aborted).toBe(false);

@@ -325,7 +325,9 @@ describe('a cluster before Redis 7', () => {
 describe('the watchdog on a cluster', () => {
   it('renews 120 holds spread over many slots, batch by slot, without a CROSSSLOT error', async () => {
     const redis = await connectCluster(cluster);
-    const locks = new LockClient(redis, { watchdogTimeoutMs: 300 });
+    // A lease of 1 s, renewed every third: with 300 ms, taking 120 locks and a loaded machine's
+    // stalls (load 13) lost holds before any renewal could reach them.
+    const locks = new LockClient(redis, { watchdogTimeoutMs: 1_000 });
     const failures: unknown[] = [];
     locks.on('renewFailed', (event) => failures.push(event));
     locks.on('lockLost', (event) => failures.push(event));
@@ -336,8 +338,8 @@ describe('the watchdog on a cluster', () => {
       const readers = await Promise.all(
         names.slice(0, 20).map((name) => locks.readWriteLock(`${name}-rw`).readLock().acquire()),
       );
-      // Ten renewals' worth of time: each lease (300 ms) must be renewed to survive it.
-      await sleep(1_000);
+      // Nine renewals' worth of time: each lease (1 s) must be renewed to survive it.
+      await sleep(3_000);
       expect(failures).toEqual([]);
       for (const name of names) expect(await redisA.pTTL(name)).toBeGreaterThan(0);
       for (const lease of [...leases, ...readers]) expect(lease.signal.aborted).toBe(false);
