@@ -385,7 +385,8 @@ export class Engine {
   }
 
   async #connectSubscriber(): Promise<Subscriber> {
-    const subscriber = await this.#redis.openSubscriber({
+    const sentAt = performance.now();
+    const opening = this.#redis.openSubscriber({
       onError: (error) => {
         if (this.#closed) return;
         // A waiter makes no call while it waits: its subscriber is what sees Redis go away.
@@ -399,6 +400,14 @@ export class Engine {
         this.#notifications.resubscribed();
       },
     });
+    let subscriber: Subscriber;
+    try {
+      subscriber = await opening;
+    } catch (error) {
+      // Its waiters try again while they wait; meanwhile Redis may be reported unreachable.
+      this.#reach.failed(error, sentAt);
+      throw error;
+    }
     this.#reach.answered();
     if (this.#closed) {
       subscriber.destroy();

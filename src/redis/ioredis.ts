@@ -229,7 +229,16 @@ export class IoRedisConnection implements RedisConnection {
       await client.connect();
     } catch (error) {
       client.disconnect();
-      throw error;
+      // ioredis says "Connection is closed." both when its user closed it and when the socket
+      // closed before the connection was ready (the server died or restarted meanwhile). This
+      // connection is latchkey's own and was not closed by anyone: the server could not be
+      // reached, which a waiter rides out.
+      throw new Error(
+        `The subscriber connection could not be opened: ${error instanceof Error ? error.message : String(error)}`,
+        {
+          cause: error,
+        },
+      );
     }
     return new IoRedisSubscription(client);
   }

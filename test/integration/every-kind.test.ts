@@ -4,7 +4,9 @@
  * the event's message, with no polling while it waits, or, for an event that publishes nothing
  * (a lease or TTL running out), when that runs out; `waitMs` ends a wait near its time; an abort
  * of a parked waiter rejects at once with exactly `signal.reason`. A waiter that gave up leaves
- * nothing behind: no key or entry of its own, no hold, no subscription after its linger.
+ * nothing behind: no key or entry of its own, no hold, no subscription after its linger. A wait
+ * whose subscriber connection cannot be opened (the server refuses new connections, as during a
+ * failover or a restart) keeps trying within its `waitMs` and is woken once it is open.
  *
  * Faults that need a server of their own (a paused Redis, SCRIPT FLUSH, CLIENT KILL) are in
  * test/chaos/every-kind-faults.test.ts.
@@ -22,9 +24,11 @@ import {
   type Scene,
   type Waitable,
 } from '../support/every-kind.js';
+import { startFaultProxy } from '../support/fault-proxy.js';
 import { uniquePrefix } from '../support/keys.js';
 import { clientAddr, commandsFrom, type CommandMonitor } from '../support/monitor.js';
 import { sharedRedis } from '../support/redis-server.js';
+import { closedPort } from '../support/ports.js';
 import { testResources, type Redis } from '../support/resources.js';
 import { settle, sleep, waitUntil, within } from '../support/wait.js';
 
@@ -249,6 +253,86 @@ describe.each(EVERY_KIND)('every kind: $name', (waitable: Waitable) => {
           commandsFrom(lines).some((cmd) => cmd[0] === 'ECHO' && cmd[1] === marker),
         );
         expect(commandsFrom(monitor.lines, { clientAddr: scene.waiterAddr })).toEqual([]);
+      },
+    );
+  });
+
+  describe('outage', () => {
+    it.skipIf(skips(waitable, 'outage'))(
+      titled(
+        waitable,
+        'outage',
+        'a wait whose subscriber connection cannot be opened yet keeps trying, and is woken once it is',
+      ),
+      async () => {
+        const server = new URL(url);
+        const proxy = await startFaultProxy({ targetHost: server.hostname, targetPort: Number(server.port) });
+        try {
+          const keyPrefix = uniquePrefix(`every-${waitable.name}-subscriber-refused`);
+          const name = 'orders:eu-west';
+          const scene: Scene = {
+            holder: await res.lockClient({ keyPrefix }),
+            other: await res.lockClient({ keyPrefix }),
+            admin,
+            name,
+            key: keyPrefix + name,
+          };
+          const target = new URL(url);
+          target.host = `${proxy.host}:${proxy.port}`;
+          const waiter = res.track(
+            new LockClient(await res.connectLocks({ url: target.href }), { keyPrefix }),
+          );
+          // Its first call is behind it: the wait's attempts go out on its open connection.
+          await waiter.lock(`${name}:warm-up`).isLocked();
+          const blocked = await waitable.frees[0].block(scene);
+
+          // From now on every new connection through the proxy is refused, as by a server that is
+          // down: the waiter's attempt gets its answer, its subscriber connection cannot open.
+          proxy.retarget('127.0.0.1', await closedPort());
+          const acceptedBefore = proxy.acceptedCount;
+          let gotAt: number | undefined;
+          const waiting = waitable.wait(waiter, name, { waitMs: 30_000 }).then((got) => {
+            gotAt = performance.now();
+            return got;
+          });
+          const outcome = settle(waiting);
+          await waitUntil(
+            'the subscriber connection is refused',
+            () => proxy.acceptedCount > acceptedBefore,
+            10_000,
+          );
+          await sleep(1_000);
+          const early = await Promise.race([outcome, sleep(0).then(() => undefined)]);
+          expect(early?.error, 'the wait gave up while it could not subscribe').toBeUndefined();
+          expect(gotAt).toBeUndefined();
+          // It kept trying: refused again after its pause.
+          await waitUntil(
+            'the subscriber connection is tried again',
+            () => proxy.acceptedCount > acceptedBefore + 1,
+            10_000,
+          );
+
+          // Connections open again: the waiter subscribes and parks, then the release wakes it.
+          const subscribersBefore = await res.numsub(waitable.channel(scene.key));
+          proxy.retarget(server.hostname, Number(server.port));
+          await waitUntil(
+            'the waiter is subscribed',
+            async () => (await res.numsub(waitable.channel(scene.key))) > subscribersBefore,
+            10_000,
+          );
+          await sleep(200);
+          expect(gotAt, 'the waiter got it before it was freed').toBeUndefined();
+          const freedAt = performance.now();
+          await blocked.free();
+          const got = await within(waiting, 20_000, 'the wait once its subscriber connected');
+          expect((gotAt ?? Number.POSITIVE_INFINITY) - freedAt).toBeLessThan(
+            waitable.polls === undefined ? WOKEN_WITHIN_MS : 250 + 100,
+          );
+          await got.give();
+        } finally {
+          await res.closeAll();
+          await proxy.close();
+        }
       },
     );
   });

@@ -1,4 +1,5 @@
 import type { Subscriber } from '../../redis/connection.js';
+import { isUnreachable } from '../reachability.js';
 import { within } from '../timing.js';
 import { IdleChannels } from './linger.js';
 import { WaitTimers } from './wait-timers.js';
@@ -14,6 +15,13 @@ const KEEP_ALIVE_MS = 2 ** 31 - 1;
 
 /** How long close() waits for a subscriber connection that is still being opened. */
 const CLOSE_WAIT_MS = 100;
+
+/**
+ * The pause before subscribing again when Redis could not be reached (a failover, a restart):
+ * the first, doubled after each failure up to the last.
+ */
+const RESUBSCRIBE_FIRST_MS = 50;
+const RESUBSCRIBE_MAX_MS = 1_000;
 
 /** @internal */
 export interface SubscriptionsHost {
@@ -56,6 +64,8 @@ export class Notifications implements ChannelOwner {
   #grants: Promise<void> | undefined;
   #grantsReady = false;
   #closed = false;
+  /** Pauses before subscribing again, each ended early by close(). */
+  readonly #pauses = new Map<NodeJS.Timeout, () => void>();
   readonly #onMessage = (message: string, channel: string): void => {
     const state = this.#channels.get(channel);
     if (state === undefined) return;
@@ -178,6 +188,11 @@ export class Notifications implements ChannelOwner {
     this.#channels.clear();
     this.#idle.clear();
     this.timers.clear();
+    for (const [timer, end] of this.#pauses) {
+      clearTimeout(timer);
+      end();
+    }
+    this.#pauses.clear();
     if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
     this.#keepAlive = undefined;
     const subscriber = this.#subscriber;
@@ -203,9 +218,37 @@ export class Notifications implements ChannelOwner {
   }
 
   async #subscribeGrants(): Promise<void> {
-    const subscriber = await this.#connected();
-    await subscriber.subscribe(this.#host.grantChannel, this.#host.grantListener());
+    await this.#whileWanted(
+      async () => (await this.#connected()).subscribe(this.#host.grantChannel, this.#host.grantListener()),
+      () => this.#waiting > 0,
+    );
     this.#grantsReady = !this.#closed;
+  }
+
+  /**
+   * Runs `subscribe` until it succeeds. When Redis could not be reached it tries again after a
+   * growing pause, for as long as `wanted()` says someone waits for it; each waiter's own bound
+   * (its deadline, its signal) ends its wait meanwhile. Any other failure, or the close, ends it.
+   */
+  async #whileWanted(subscribe: () => Promise<unknown>, wanted: () => boolean): Promise<void> {
+    for (let pauseMs = RESUBSCRIBE_FIRST_MS; ; pauseMs = Math.min(2 * pauseMs, RESUBSCRIBE_MAX_MS)) {
+      try {
+        await subscribe();
+        return;
+      } catch (error) {
+        if (this.#closed || !isUnreachable(error) || !wanted()) throw error;
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          this.#pauses.delete(timer);
+          resolve();
+        }, pauseMs);
+        // While anyone waits, the keep-alive timer holds the process.
+        timer.unref();
+        this.#pauses.set(timer, resolve);
+      });
+      if (this.#closed) throw this.#host.closedError();
+    }
   }
 
   /** Keeps the process alive while anyone waits; lets it exit otherwise. */
@@ -236,15 +279,11 @@ export class Notifications implements ChannelOwner {
   }
 
   async #subscribe(channel: string): Promise<void> {
-    let subscriber: Subscriber;
     try {
-      subscriber = await this.#connected();
-    } catch (error) {
-      this.#channels.delete(channel);
-      throw error;
-    }
-    try {
-      await subscriber.subscribe(channel, this.#onMessage);
+      await this.#whileWanted(
+        async () => (await this.#connected()).subscribe(channel, this.#onMessage),
+        () => (this.#channels.get(channel)?.waiters.length ?? 0) > 0,
+      );
     } catch (error) {
       this.#channels.delete(channel);
       throw error;
