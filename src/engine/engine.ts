@@ -16,6 +16,7 @@ import { Events } from './events.js';
 import { Holds } from './holds/holds.js';
 import type { Lease, LeaseFactory } from './lease.js';
 import { Notifications } from './wait/channels.js';
+import { openSubscriber } from './wait/subscriber.js';
 import { Reachability } from './reachability.js';
 import { createTelemetry, NO_TELEMETRY, openTelemetry } from './telemetry.js';
 import { Replication, type ReplicationSettings } from './replication.js';
@@ -384,35 +385,13 @@ export class Engine {
     }
   }
 
-  async #connectSubscriber(): Promise<Subscriber> {
-    const sentAt = performance.now();
-    const opening = this.#redis.openSubscriber({
-      onError: (error) => {
-        if (this.#closed) return;
-        // A waiter makes no call while it waits: its subscriber is what sees Redis go away.
-        this.#reach.failed(error);
-        this.#events.error(error);
-      },
-      // A hand-over while the subscriber was away skipped this client's waiters: each tries
-      // again, and the attempt queues it anew if its entry is gone.
-      onReconnect: () => {
-        this.#reach.answered();
-        this.#notifications.resubscribed();
-      },
+  #connectSubscriber(): Promise<Subscriber> {
+    return openSubscriber({
+      redis: this.#redis,
+      reach: this.#reach,
+      events: this.#events,
+      isClosed: () => this.#closed,
+      resubscribed: () => this.#notifications.resubscribed(),
     });
-    let subscriber: Subscriber;
-    try {
-      subscriber = await opening;
-    } catch (error) {
-      // Its waiters try again while they wait; meanwhile Redis may be reported unreachable.
-      this.#reach.failed(error, sentAt);
-      throw error;
-    }
-    this.#reach.answered();
-    if (this.#closed) {
-      subscriber.destroy();
-      throw new ClientClosedError();
-    }
-    return subscriber;
   }
 }

@@ -1,5 +1,6 @@
 import type { Subscriber } from '../../redis/connection.js';
 import { isUnreachable } from '../reachability.js';
+import { Resubscribing } from './subscriber.js';
 import { within } from '../timing.js';
 import { IdleChannels } from './linger.js';
 import { WaitTimers } from './wait-timers.js';
@@ -15,13 +16,6 @@ const KEEP_ALIVE_MS = 2 ** 31 - 1;
 
 /** How long close() waits for a subscriber connection that is still being opened. */
 const CLOSE_WAIT_MS = 100;
-
-/**
- * The pause before subscribing again when Redis could not be reached (a failover, a restart):
- * the first, doubled after each failure up to the last.
- */
-const RESUBSCRIBE_FIRST_MS = 50;
-const RESUBSCRIBE_MAX_MS = 1_000;
 
 /** @internal */
 export interface SubscriptionsHost {
@@ -64,8 +58,10 @@ export class Notifications implements ChannelOwner {
   #grants: Promise<void> | undefined;
   #grantsReady = false;
   #closed = false;
-  /** Pauses before subscribing again, each ended early by close(). */
-  readonly #pauses = new Map<NodeJS.Timeout, () => void>();
+  readonly #resubscribing = new Resubscribing(
+    (error) => !isUnreachable(error),
+    () => (this.#closed ? this.#host.closedError() : undefined),
+  );
   readonly #onMessage = (message: string, channel: string): void => {
     const state = this.#channels.get(channel);
     if (state === undefined) return;
@@ -188,11 +184,7 @@ export class Notifications implements ChannelOwner {
     this.#channels.clear();
     this.#idle.clear();
     this.timers.clear();
-    for (const [timer, end] of this.#pauses) {
-      clearTimeout(timer);
-      end();
-    }
-    this.#pauses.clear();
+    this.#resubscribing.clear();
     if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
     this.#keepAlive = undefined;
     const subscriber = this.#subscriber;
@@ -218,37 +210,11 @@ export class Notifications implements ChannelOwner {
   }
 
   async #subscribeGrants(): Promise<void> {
-    await this.#whileWanted(
+    await this.#resubscribing.run(
       async () => (await this.#connected()).subscribe(this.#host.grantChannel, this.#host.grantListener()),
       () => this.#waiting > 0,
     );
     this.#grantsReady = !this.#closed;
-  }
-
-  /**
-   * Runs `subscribe` until it succeeds. When Redis could not be reached it tries again after a
-   * growing pause, for as long as `wanted()` says someone waits for it; each waiter's own bound
-   * (its deadline, its signal) ends its wait meanwhile. Any other failure, or the close, ends it.
-   */
-  async #whileWanted(subscribe: () => Promise<unknown>, wanted: () => boolean): Promise<void> {
-    for (let pauseMs = RESUBSCRIBE_FIRST_MS; ; pauseMs = Math.min(2 * pauseMs, RESUBSCRIBE_MAX_MS)) {
-      try {
-        await subscribe();
-        return;
-      } catch (error) {
-        if (this.#closed || !isUnreachable(error) || !wanted()) throw error;
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          this.#pauses.delete(timer);
-          resolve();
-        }, pauseMs);
-        // While anyone waits, the keep-alive timer holds the process.
-        timer.unref();
-        this.#pauses.set(timer, resolve);
-      });
-      if (this.#closed) throw this.#host.closedError();
-    }
   }
 
   /** Keeps the process alive while anyone waits; lets it exit otherwise. */
@@ -280,7 +246,7 @@ export class Notifications implements ChannelOwner {
 
   async #subscribe(channel: string): Promise<void> {
     try {
-      await this.#whileWanted(
+      await this.#resubscribing.run(
         async () => (await this.#connected()).subscribe(channel, this.#onMessage),
         () => (this.#channels.get(channel)?.waiters.length ?? 0) > 0,
       );
