@@ -44,7 +44,7 @@ interface IoRedisSubscriberClient {
   readonly status: string;
   readonly stream?: { ref?(): unknown; unref?(): unknown } | null;
   connect(): Promise<unknown>;
-  subscribe(channel: string): Promise<unknown>;
+  subscribe(...channels: string[]): Promise<unknown>;
   unsubscribe(channel: string): Promise<unknown>;
   ping(): Promise<unknown>;
   disconnect(): void;
@@ -207,23 +207,28 @@ export class IoRedisConnection implements RedisConnection {
 
   async openSubscriber(events: SubscriberEvents): Promise<Subscriber> {
     // The user's options (address, credentials, TLS, connection name, retry strategy), except
-    // that it connects when told to and subscribes again by itself after a reconnect.
+    // that it connects when told to, and that latchkey subscribes again after a reconnect, not
+    // ioredis: ioredis subscribes again only to the channels the last connection had confirmed,
+    // so a connection that drops again before the server confirms them loses them all (as in a
+    // failover, when the new master is demoted or restarted in turn).
     const client = this.#client.duplicate({
       lazyConnect: true,
-      autoResubscribe: true,
+      autoResubscribe: false,
       enableAutoPipelining: false,
     }) as IoRedisSubscriberClient;
     client.on('error', (error) => events.onError(error));
+    const subscription = new IoRedisSubscription(client);
     let connected = false;
     client.on('ready', () => {
       if (!connected) {
         connected = true;
         return;
       }
-      // ioredis has just sent SUBSCRIBE for every channel again; once a PING behind it is
-      // answered, the server has them all. Whatever was published meanwhile was missed.
+      // Every channel asked for is subscribed again, on each new connection; once the server
+      // confirms them, it has them all. Whatever was published meanwhile was missed. Should this
+      // connection drop too, the next one subscribes to them all again.
       const reconnected = (): void => events.onReconnect();
-      client.ping().then(reconnected, reconnected);
+      subscription.resubscribe().then(reconnected, reconnected);
     });
     try {
       await client.connect();
@@ -240,7 +245,7 @@ export class IoRedisConnection implements RedisConnection {
         },
       );
     }
-    return new IoRedisSubscription(client);
+    return subscription;
   }
 }
 
@@ -279,6 +284,12 @@ class IoRedisSubscription implements Subscriber {
     });
     this.#channels.set(channel, entry);
     return entry.ready;
+  }
+
+  /** Subscribes to every channel asked for again (after a reconnect); with none, a PING. */
+  resubscribe(): Promise<unknown> {
+    const channels = [...this.#channels.keys()];
+    return channels.length > 0 ? this.#client.subscribe(...channels) : this.#client.ping();
   }
 
   unsubscribe(channel: string, listener: MessageListener): Promise<unknown> {

@@ -438,6 +438,56 @@ describe.skipIf(TEST_CLIENT === 'ioredis')('clients and their adapters', () => {
       expect(reconnects).toBe(1);
     });
 
+    it('keeps every channel when its connection drops again before the server confirmed them', async () => {
+      // Through a proxy that can delay each chunk: the connection is reset, and the next one is
+      // reset too once the server has its SUBSCRIBE but before the confirmation gets back. An
+      // ioredis client that does not send unanswered commands again is the user's choice.
+      const proxy = await startFaultProxy({ targetHost: server.host, targetPort: server.port });
+      try {
+        let client: LockConnection;
+        if (library === 'ioredis') {
+          const ioredis = new IoRedis(proxy.url, { lazyConnect: true, autoResendUnfulfilledCommands: false });
+          ioredis.on('error', () => {});
+          made.push({ close: () => ioredis.disconnect() });
+          await ioredis.connect();
+          client = ioredis;
+        } else {
+          client = await connected(proxy.url);
+        }
+        let reconnects = 0;
+        const subscriber = await connectionOf(client).openSubscriber({
+          onError: () => {},
+          onReconnect: () => {
+            reconnects += 1;
+          },
+        });
+        made.push({ close: () => subscriber.destroy() });
+        const orders = `${uniquePrefix('clients')}orders`;
+        const heard: string[] = [];
+        await subscriber.subscribe(orders, (message) => void heard.push(message));
+        const numsub = async (): Promise<number> =>
+          Number((await admin.sendCommand<unknown[]>(['PUBSUB', 'NUMSUB', orders]))[1]);
+        expect(await numsub()).toBe(1);
+
+        proxy.setLatency(500);
+        expect(proxy.resetAll()).toBeGreaterThanOrEqual(1);
+        await waitUntil(
+          'the server has the SUBSCRIBE of the next connection',
+          async () => (await numsub()) === 1,
+          15_000,
+        );
+        // Its confirmation is held in the proxy for up to 500 ms: gone with this reset.
+        proxy.resetAll();
+        proxy.setLatency(0);
+        await waitUntil('the subscriber says it reconnected', () => reconnects >= 1, 15_000);
+        await waitUntil('the channel is subscribed again', async () => (await numsub()) === 1, 10_000);
+        expect(await admin.publish(orders, 'after')).toBe(1);
+        await waitUntil('the message after the reconnects is heard', () => heard.includes('after'));
+      } finally {
+        await proxy.close();
+      }
+    });
+
     it('lets the process exit while its subscriber connection is open once unref() is called, and not after ref()', async () => {
       const env = { LIBRARY: library, REDIS_URL: server.url, CHANNEL: `${uniquePrefix('clients')}unref` };
       const unrefd = res.worker(UNREF_FIXTURE, env);
