@@ -148,6 +148,14 @@ export interface Replicated {
   }): Promise<{ readonly from: number; readonly to: number }>;
   /** Starts every killed data node again as a replica of the master, and waits for them to sync. */
   revive(): Promise<void>;
+  /**
+   * Resolves once the sentinels agree on a master that every other running data node replicates,
+   * and those replicas have acknowledged every write made on it so far (WAIT). On a busy machine
+   * the sentinels may elect again on their own (a missed ping): a test that kills the master to
+   * see what a client does calls this first, so that what it wrote is on the replicas, as with
+   * `syncReplicas`, and is not lost to asynchronous replication instead.
+   */
+  settled(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -312,6 +320,10 @@ export async function startReplicated(): Promise<Replicated> {
       // also elect again meanwhile (a busy machine misses a ping): the master is asked anew on
       // every check, so the wait follows it.
       await waitForReplicas(askSentinels, nodes.length - 1, 60_000);
+    },
+    async settled() {
+      const running = nodes.filter((node) => node.running).length;
+      await waitForReplicas(askSentinels, running - 1, 60_000);
     },
     async stop() {
       unregister();

@@ -5,7 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { createSentinel } from 'redis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LockClient, type LockClientOptions } from '../../src/index.js';
 import { MASTER_NAME, startReplicated, type Replicated } from '../support/replication.js';
 
@@ -54,6 +54,10 @@ describe('Sentinel (node-redis createSentinel)', () => {
     cluster = await startReplicated();
   }, 60_000);
 
+  // A failover of an earlier test, or one the sentinels started on their own, is over: every
+  // replica follows the master the sentinels name.
+  beforeEach(() => cluster.settled(), 70_000);
+
   afterEach(async () => {
     await Promise.all(lockClients.splice(0).map((locks) => locks.close()));
     await Promise.all(
@@ -100,6 +104,8 @@ describe('Sentinel (node-redis createSentinel)', () => {
       const lease = await holder.lock('failover').acquire({ leaseMs: FAILOVER_LEASE_MS });
       const waiting = waiter.lock('failover').acquire({ waitMs: FAILOVER_LEASE_MS });
       await new Promise((resolve) => setTimeout(resolve, 200));
+      // The hold and the waiter's entry are on both replicas before the master dies.
+      await cluster.settled();
       const before = await cluster.masterPort();
       const { to } = await cluster.failover();
       expect(to).not.toBe(before);
@@ -150,6 +156,8 @@ describe('Sentinel (node-redis createSentinel)', () => {
         const lease = await holder.lock('io-failover').acquire({ leaseMs: FAILOVER_LEASE_MS });
         const waiting = waiter.lock('io-failover').acquire({ waitMs: FAILOVER_LEASE_MS });
         await new Promise((resolve) => setTimeout(resolve, 200));
+        // The hold and the waiter's entry are on both replicas before the master dies.
+        await cluster.settled();
         await cluster.failover();
         const releasedAt = performance.now();
         await lease.release();
