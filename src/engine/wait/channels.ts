@@ -131,7 +131,7 @@ export class Notifications implements ChannelOwner {
         generation: 0,
         wakes,
       };
-      const subscribed = this.#subscribe(channel);
+      const subscribed = this.#subscribe(state);
       state.ready = subscribed;
       // Once confirmed, the channel keeps a shared settled promise rather than its own.
       const confirmed = state;
@@ -244,14 +244,16 @@ export class Notifications implements ChannelOwner {
     }
   }
 
-  async #subscribe(channel: string): Promise<void> {
+  /** Subscribes to `state`'s channel, for as long as it is this channel's state and waited on. */
+  async #subscribe(state: ChannelState): Promise<void> {
+    const current = (): boolean => this.#channels.get(state.name) === state;
     try {
       await this.#resubscribing.run(
-        async () => (await this.#connected()).subscribe(channel, this.#onMessage),
-        () => (this.#channels.get(channel)?.waiters.length ?? 0) > 0,
+        async () => (await this.#connected()).subscribe(state.name, this.#onMessage),
+        () => current() && state.waiters.length > 0,
       );
     } catch (error) {
-      this.#channels.delete(channel);
+      if (current()) this.#channels.delete(state.name);
       throw error;
     }
   }
