@@ -258,7 +258,11 @@ describe.each(EVERY_KIND)('every kind: $name', (waitable: Waitable) => {
   });
 
   describe('outage', () => {
-    it.skipIf(skips(waitable, 'outage'))(
+    // Not in the least-privilege run: there the subscriber logs in through a credentials provider
+    // of that run's own, which does not connect again through the proxy's refused connections
+    // (a finding about that harness, open). The permissions this test uses are the other tests'.
+    const leastPrivilegeRun = process.env['LATCHKEY_ACL_SERVER_URL'] !== undefined;
+    it.skipIf(skips(waitable, 'outage') || leastPrivilegeRun)(
       titled(
         waitable,
         'outage',
