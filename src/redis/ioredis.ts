@@ -238,12 +238,8 @@ export class IoRedisConnection implements RedisConnection {
       // closed before the connection was ready (the server died or restarted meanwhile). This
       // connection is latchkey's own and was not closed by anyone: the server could not be
       // reached, which a waiter rides out.
-      throw new Error(
-        `The subscriber connection could not be opened: ${error instanceof Error ? error.message : String(error)}`,
-        {
-          cause: error,
-        },
-      );
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new Error(`The subscriber connection could not be opened: ${reason}`, { cause: error });
     }
     return subscription;
   }
