@@ -25,13 +25,15 @@ import { ExclusionLog, startMasters, type Masters } from '../support/masters.js'
 import { settle, sleep, waitUntil, within } from '../support/wait.js';
 import { scaled } from './scale.js';
 
-const LEASE_MS = 1_500;
-const NODE_TIMEOUT_MS = 100;
+// A master's reply can take a few hundred milliseconds on a loaded two-core machine: with a
+// 100 ms node timeout, masters whose replies were merely late dropped out of held locks.
+const LEASE_MS = 3_000;
+const NODE_TIMEOUT_MS = 250;
 const OPTIONS = { watchdogTimeoutMs: LEASE_MS, nodeTimeoutMs: NODE_TIMEOUT_MS, retryDelayMs: 100 } as const;
 const WORKER = new URL('./fixtures/redlock-worker.ts', import.meta.url).pathname;
 /** Child processes start through tsx, which takes a while on a busy machine. */
 const STARTUP_MS = 60_000;
-const TEST_TIMEOUT_MS = scaled(60_000, 180_000);
+const TEST_TIMEOUT_MS = scaled(60_000, 300_000);
 /** Timer lateness allowed on a loaded two-core machine. */
 const SLACK_MS = 300;
 
@@ -270,14 +272,24 @@ describe.each([3, 5])('Redlock faults on %i masters', (count) => {
           renewFailures += 1;
         });
         const held = await a.lock('held').acquire();
-        const victim = cycle % count;
-        // The pause lands while both clients contend for the lock.
-        const running = contend([a, b], 'ledger', scaled(48, 120));
+        // A quorum is enough to hold the lock, so a master that answered late may not have it:
+        // the frozen one must, or there is no renewal there to fail. A grant the client gave up
+        // on is taken back once its late reply is in: read after a renewal interval.
+        await sleep(LEASE_MS / 3);
+        const holding = await Promise.all(
+          masters.admin.map(async (admin) => Number(await admin.sendCommand(['EXISTS', held.key])) === 1),
+        );
+        const candidates = holding.flatMap((has, index) => (has ? [index] : []));
+        const victim = candidates[cycle % candidates.length] ?? 0;
+        // The pause lands while both clients contend for the lock. Each round that asks the frozen
+        // master waits out the node timeout, and the two (or four) left split between four
+        // contenders more often than not: fewer sections than with a master killed.
+        const running = contend([a, b], 'ledger', scaled(12, 120));
         await sleep(20);
         await masters.pause(victim);
         try {
           overlaps += (await running).overlaps;
-          overlaps += (await contend([a, b], 'ledger', scaled(32, 80))).overlaps;
+          overlaps += (await contend([a, b], 'ledger', scaled(8, 80))).overlaps;
           // Longer than a lease: the frozen master's hold lapses, the quorum keeps the lock.
           await sleep(LEASE_MS * 1.5);
           expect(held.signal.aborted).toBe(false);
@@ -290,7 +302,7 @@ describe.each([3, 5])('Redlock faults on %i masters', (count) => {
           await masters.resume(victim);
         }
         // Its late replies (grants the clients gave up on) arrive now; work goes on unharmed.
-        overlaps += (await contend([a, b], 'ledger', scaled(32, 80))).overlaps;
+        overlaps += (await contend([a, b], 'ledger', scaled(8, 80))).overlaps;
         expect(held.signal.aborted).toBe(false);
         expect(lost).toEqual([]);
         await held.release();
@@ -298,6 +310,6 @@ describe.each([3, 5])('Redlock faults on %i masters', (count) => {
       }
       expect(overlaps).toBe(0);
     },
-    TEST_TIMEOUT_MS,
+    2 * TEST_TIMEOUT_MS,
   );
 });
