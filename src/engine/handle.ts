@@ -1,39 +1,11 @@
-import { InvalidArgumentError, LockLostError, LockReentryError } from '../errors.js';
+import { LockReentryError } from '../errors.js';
 import type { AcquireOptions } from '../options.js';
-import { currentContext, newOwnerId, runInContext, type OwnerContext } from '../owner.js';
+import { currentContext, newOwnerId } from '../owner.js';
 import { ownerField } from '../keys.js';
-import { checkDuration, checkOptions, checkSignal, checkWait, describe } from '../validate.js';
 import type { Engine } from './engine.js';
 import type { Lease, LeaseFactory } from './lease.js';
 import type { Target } from './types.js';
-
-const ACQUIRE_OPTIONS = ['waitMs', 'leaseMs', 'signal'] as const;
-
-interface CheckedAcquire {
-  readonly waitMs: number;
-  readonly leaseMs: number | undefined;
-  readonly signal: AbortSignal | undefined;
-}
-
-function checkAcquireOptions(options: unknown, defaultWaitMs: number): CheckedAcquire {
-  const given = checkOptions('options', options, ACQUIRE_OPTIONS);
-  return {
-    waitMs: given.waitMs === undefined ? defaultWaitMs : checkWait('waitMs', given.waitMs),
-    leaseMs: given.leaseMs === undefined ? undefined : checkDuration('leaseMs', given.leaseMs, 1),
-    signal: checkSignal('signal', given.signal),
-  };
-}
-
-/**
- * What `withLock` rejects with when its callback threw: the lease's {@link LockLostError} if the
- * lock was lost meanwhile — whatever the callback threw then (typically the `AbortError` of
- * work that was given `lease.signal`) is its `cause` — and otherwise the callback's error.
- */
-function lostInstead(lease: Lease, error: unknown): unknown {
-  const lost: unknown = lease.signal.aborted ? lease.signal.reason : undefined;
-  if (!(lost instanceof LockLostError) || error === lost) return error;
-  return new LockLostError(lost.message, lost.reason, { cause: error });
-}
+import { checkAcquireOptions, checkCallback, withLease, type CheckedAcquire } from './with-lock.js';
 
 /** How a kind names its owners in Redis. @internal */
 export interface OwnerPolicy {
@@ -137,37 +109,14 @@ export abstract class LockHandle<L extends Lease> {
    * ```
    */
   withLock<T>(fn: (lease: L) => T | PromiseLike<T>, options?: AcquireOptions): Promise<Awaited<T>> {
-    if (typeof fn !== 'function') {
-      return Promise.reject(
-        new InvalidArgumentError(`Expected \`fn\` to be a function, got ${describe(fn)}`),
-      );
-    }
     try {
+      checkCallback(fn);
       checkAcquireOptions(options, Number.POSITIVE_INFINITY);
     } catch (error) {
       return Promise.reject(error);
     }
-    const parent = currentContext();
-    const context: OwnerContext = parent ?? { ownerId: newOwnerId(), nonReentrant: new Set() };
-    return runInContext(context, async (): Promise<Awaited<T>> => {
-      const lease = await this.acquire(options);
-      // A non-reentrant lock is recorded in the context the callback runs in, so re-entry
-      // from inside it is rejected while side-by-side callbacks still exclude each other.
-      const inner: OwnerContext = this.#owners.reentrant
-        ? context
-        : { ownerId: context.ownerId, nonReentrant: new Set([...context.nonReentrant, this.#contextKey()]) };
-      let result: Awaited<T>;
-      try {
-        result = await runInContext(inner, async () => await fn(lease));
-      } catch (error) {
-        if (!lease.released) await lease.release().catch(() => undefined);
-        throw lostInstead(lease, error);
-      }
-      if (lease.signal.aborted) throw lease.signal.reason;
-      // The callback may have released the lease itself; its work still succeeded.
-      if (!lease.released) await lease.release();
-      return result;
-    });
+    const heldKey = this.#owners.reentrant ? undefined : this.#contextKey();
+    return withLease(heldKey, () => this.acquire(options), fn);
   }
 
   /** Whether anyone holds the lock. One round trip. */

@@ -23,3 +23,5 @@ export type {
   ScriptCall,
   Target,
 } from './types.js';
+export { checkAcquireOptions, checkCallback, withLease } from './with-lock.js';
+export type { CheckedAcquire } from './with-lock.js';

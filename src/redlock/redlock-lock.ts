@@ -1,6 +1,9 @@
 import { setMaxListeners } from 'node:events';
 import {
+  checkAcquireOptions,
+  checkCallback,
   unwatchAbort,
+  withLease,
   watchAbort,
   type AbortWatcher,
   type Engine,
@@ -8,24 +11,15 @@ import {
   type Lease,
   type Target,
 } from '../engine/index.js';
-import {
-  ClientClosedError,
-  InvalidArgumentError,
-  LockError,
-  LockLostError,
-  LockReentryError,
-  LockTimeoutError,
-} from '../errors.js';
+import { ClientClosedError, LockError, LockReentryError, LockTimeoutError } from '../errors.js';
 import { lockKey, unlockChannel } from '../keys.js';
 import type { AcquireOptions } from '../options.js';
-import { currentContext, newOwnerId, runInContext, type OwnerContext } from '../owner.js';
+import { currentContext } from '../owner.js';
 import { Lock } from '../primitives/lock/lock.js';
 import { reentrantProtocol } from '../primitives/lock/protocol.js';
-import { checkDuration, checkOptions, checkSignal, checkWait, describe } from '../validate.js';
 import { pause } from './pause.js';
 import { round, type RoundOutcome } from './quorum.js';
 
-const ACQUIRE_OPTIONS = ['waitMs', 'leaseMs', 'signal'] as const;
 /** The kind every master stores: Redisson's RLock, as {@link LockClient.lock} does. */
 const PROTOCOL = reentrantProtocol(false);
 
@@ -44,12 +38,6 @@ export interface RedlockHost {
   assertOpen(): void;
   /** Aborts when the client closes. */
   readonly closing: AbortSignal;
-}
-
-interface CheckedAcquire {
-  readonly waitMs: number;
-  readonly leaseMs: number | undefined;
-  readonly signal: AbortSignal | undefined;
 }
 
 /**
@@ -144,52 +132,20 @@ export class RedlockLock {
    * ```
    */
   withLock<T>(fn: (lease: Lease) => T | PromiseLike<T>, options?: AcquireOptions): Promise<Awaited<T>> {
-    if (typeof fn !== 'function') {
-      return Promise.reject(
-        new InvalidArgumentError(`Expected \`fn\` to be a function, got ${describe(fn)}`),
-      );
+    try {
+      checkCallback(fn);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    const parent = currentContext();
-    const inner: OwnerContext = {
-      ownerId: parent?.ownerId ?? newOwnerId(),
-      nonReentrant: new Set([...(parent?.nonReentrant ?? []), this.#contextKey()]),
-    };
-    return (async (): Promise<Awaited<T>> => {
-      const lease = await this.acquire(options);
-      let result: Awaited<T>;
-      try {
-        result = await runInContext(inner, async () => await fn(lease));
-      } catch (error) {
-        if (!lease.released) await lease.release().catch(() => undefined);
-        const lost: unknown = lease.signal.aborted ? lease.signal.reason : undefined;
-        if (lost instanceof LockLostError && error !== lost) {
-          throw new LockLostError(lost.message, lost.reason, { cause: error });
-        }
-        throw error;
-      }
-      if (lease.signal.aborted) throw lease.signal.reason;
-      if (!lease.released) await lease.release();
-      return result;
-    })();
+    return withLease(this.#contextKey(), () => this.acquire(options), fn);
   }
 
   #contextKey(): string {
     return `${this.#host.clientId}\n${this.#target.key}`;
   }
 
-  #check(options: AcquireOptions | undefined, defaultWaitMs: number): CheckedAcquire {
-    const given = checkOptions('options', options, ACQUIRE_OPTIONS);
-    const leaseMs = given.leaseMs === undefined ? undefined : checkDuration('leaseMs', given.leaseMs, 1);
-    if (leaseMs !== undefined) this.#host.checkLease(leaseMs);
-    return {
-      waitMs: given.waitMs === undefined ? defaultWaitMs : checkWait('waitMs', given.waitMs),
-      leaseMs,
-      signal: checkSignal('signal', given.signal),
-    };
-  }
-
   async #start(options: AcquireOptions | undefined, defaultWaitMs: number): Promise<Lease> {
-    const checked = this.#check(options, defaultWaitMs);
+    const checked = checkAcquireOptions(options, defaultWaitMs, (leaseMs) => this.#host.checkLease(leaseMs));
     const host = this.#host;
     host.assertOpen();
     checked.signal?.throwIfAborted();

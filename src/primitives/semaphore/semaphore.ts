@@ -1,3 +1,4 @@
+import { checkCallback } from '../../engine/index.js';
 import type { ConditionCall, ConditionTry, Engine, ScriptCall, Synced } from '../../engine/index.js';
 import { InvalidArgumentError, LockError, LockTimeoutError, type ReplicationError } from '../../errors.js';
 import { lockKey, semaphoreChannel } from '../../keys.js';
@@ -279,9 +280,7 @@ export class Semaphore {
   ): Promise<Awaited<T>> {
     const [permits, fn, raw] =
       typeof first === 'function' ? [1, first, second] : [checkPermits('permits', first, 1), second, third];
-    if (typeof fn !== 'function') {
-      throw new InvalidArgumentError(`Expected \`fn\` to be a function, got ${describe(fn)}`);
-    }
+    checkCallback(fn);
     const { waitMs, signal } = checkAcquireOptions(raw, Number.POSITIVE_INFINITY);
     if (!(await this.#acquire(permits, waitMs, signal))) {
       throw new LockTimeoutError(
