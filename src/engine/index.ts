@@ -25,3 +25,5 @@ export type {
 } from './types.js';
 export { checkAcquireOptions, checkCallback, withLease } from './with-lock.js';
 export type { CheckedAcquire } from './with-lock.js';
+export { Writes } from './writes.js';
+export type { Done, RecordedCall } from './writes.js';

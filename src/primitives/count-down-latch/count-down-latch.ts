@@ -1,17 +1,9 @@
-import type { Condition, ConditionCall, ConditionTry, Engine, ScriptCall } from '../../engine/index.js';
+import { Writes } from '../../engine/index.js';
+import type { Condition, ConditionCall, ConditionTry, Engine } from '../../engine/index.js';
 import { InvalidArgumentError, LockError } from '../../errors.js';
 import { latchChannel, lockKey } from '../../keys.js';
 import { checkDuration, checkOptions, checkSignal, checkWait, describe } from '../../validate.js';
 import { LATCH_PROTOCOL, parseCount, type LatchTarget } from './protocol.js';
-
-/**
- * How long a count-down or a trySetCount whose reply is lost is retried: twice the command
- * timeout, within these bounds. Its request record is kept that long plus the command timeout
- * plus {@link RECORD_MARGIN_MS}, so every copy of the call still finds it.
- */
-const RETRY_MIN_MS = 1_000;
-const RETRY_MAX_MS = 8_000;
-const RECORD_MARGIN_MS = 2_000;
 
 /** The kind, as telemetry names it. */
 const KIND = 'count-down-latch';
@@ -21,9 +13,6 @@ const MAX_COUNT = Number.MAX_SAFE_INTEGER;
 
 const SET_OPTIONS = ['ttlMs'] as const;
 const AWAIT_OPTIONS = ['waitMs', 'signal'] as const;
-
-/** What a write's reply says it did, as the start of a sentence; false: it changed nothing. */
-type Done = (reply: unknown) => string | false;
 
 /**
  * Options of {@link CountDownLatch.trySetCount}.
@@ -97,6 +86,7 @@ export class CountDownLatch {
   readonly #engine: Engine;
   readonly #name: string;
   readonly #target: LatchTarget;
+  readonly #writes: Writes;
   /** What its calls are reported as to OpenTelemetry. */
   readonly #report: ConditionCall;
 
@@ -107,6 +97,7 @@ export class CountDownLatch {
     this.#report = { kind: KIND, name };
     const key = lockKey(keyPrefix, name);
     this.#target = { key, channel: latchChannel(key, engine.cluster) };
+    this.#writes = new Writes(engine, key);
   }
 
   /** The latch's name. */
@@ -137,7 +128,7 @@ export class CountDownLatch {
     const checked = checkCount(count);
     const given = checkOptions('options', options, SET_OPTIONS);
     const ttlMs = given.ttlMs === undefined ? 0 : checkDuration('ttlMs', given.ttlMs, 1);
-    const reply = await this.#write(
+    const reply = await this.#writes.giving(
       (requestKey, recordTtlMs) =>
         LATCH_PROTOCOL.trySetCount(this.#target, requestKey, checked, ttlMs, recordTtlMs),
       `setting the count of latch "${this.#name}"`,
@@ -151,7 +142,7 @@ export class CountDownLatch {
    * Counts the latch down by one. At zero the key is deleted and everyone waiting is woken.
    * Counted once however often it is retried: the call carries a request id and a retried copy
    * of it (its reply was lost) finds what the first copy did, recorded beside the latch for a
-   * little longer than the retries last (about 15 s with the default command timeout). On a
+   * little longer than the retries last (about 20 s with the default command timeout). On a
    * latch that does not exist it changes nothing (it never creates one) and resolves 0. With
    * `syncReplicas`, a count-down too few replicas acknowledged still resolves (it cannot be
    * undone), and the shortfall is reported on the `error` event; so are `trySetCount`'s and
@@ -168,7 +159,7 @@ export class CountDownLatch {
    */
   countDown(): Promise<number> {
     return this.#engine.conditionTelemetry.countDown(this.#report, async () => {
-      const reply = await this.#write(
+      const reply = await this.#writes.giving(
         (requestKey, recordTtlMs) => LATCH_PROTOCOL.countDown(this.#target, requestKey, recordTtlMs),
         `counting down latch "${this.#name}"`,
         (written) => LATCH_PROTOCOL.countDownCounted(written) && `Latch "${this.#name}" was counted down`,
@@ -244,7 +235,7 @@ export class CountDownLatch {
    */
   async delete(): Promise<boolean> {
     // Deleting twice is deleting once: safe to retry as it is.
-    const reply = await this.#replicated(
+    const reply = await this.#writes.repeatable(
       LATCH_PROTOCOL.delete(this.#target),
       `deleting latch "${this.#name}"`,
       (written) => LATCH_PROTOCOL.deleteOutcome(written) === true && `Latch "${this.#name}" was deleted`,
@@ -261,44 +252,6 @@ export class CountDownLatch {
     const state = this.#decoded(LATCH_PROTOCOL.stateOutcome(reply), reply, 'reading the count');
     if (state.count <= 0) return { done: true, value: true };
     return { done: false, recheckMs: state.ttlMs };
-  }
-
-  /**
-   * Runs a write made safe to retry by a fresh request key, retried on transient failures for
-   * a bounded time.
-   */
-  #write(
-    call: (requestKey: string, recordTtlMs: number) => ScriptCall,
-    doing: string,
-    done: Done,
-  ): Promise<unknown> {
-    const engine = this.#engine;
-    const retryMs = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, 2 * engine.commandTimeoutMs));
-    const recordTtlMs = retryMs + engine.commandTimeoutMs + RECORD_MARGIN_MS;
-    return this.#replicated(
-      call(engine.requestKey(this.#target.key), recordTtlMs),
-      doing,
-      done,
-      performance.now() + retryMs,
-    );
-  }
-
-  /**
-   * Runs a write; with `syncReplicas`, the wait for replicas goes right behind it. A latch's
-   * writes cannot be undone once applied: a count-down (or a delete) may already have opened
-   * the latch and woken its waiters, and a count just set may already have been counted down
-   * by another process. So a write that changed the latch (`done` says whether it did, and
-   * what) and that too few replicas acknowledged resolves as usual, and the shortfall is
-   * reported as a ReplicationError on the `error` event, as a lock's release is. Rejecting
-   * instead would invite the caller to call again: a second count-down, with a request id of
-   * its own, would count twice.
-   */
-  async #replicated(call: ScriptCall, doing: string, done: Done, until?: number): Promise<unknown> {
-    const { reply, acknowledged } = await this.#engine.syncedCall(call, doing, until);
-    const what = done(reply);
-    const shortfall = what === false ? undefined : this.#engine.shortfall(acknowledged, what);
-    if (shortfall !== undefined) this.#engine.reportError(shortfall);
-    return reply;
   }
 
   #decoded<T>(value: T | undefined, reply: unknown, doing: string): T {

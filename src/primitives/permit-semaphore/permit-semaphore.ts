@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { LockHandle, type Engine } from '../../engine/index.js';
+import { LockHandle, Writes, type Engine } from '../../engine/index.js';
 import { InvalidArgumentError, LockError } from '../../errors.js';
 import { lockKey, permitTimeoutKey, semaphoreChannel } from '../../keys.js';
 import type { PermitSemaphoreOptions } from '../../options.js';
 import { luaScripts } from '../../scripts/generated.js';
 import { checkOptions, describe } from '../../validate.js';
 import { PermitLease } from './permit-lease.js';
-import { initialArg, permitSemaphoreProtocol, releaseCall, REQUEST_RECORD_TTL_MS } from './protocol.js';
+import { initialArg, permitSemaphoreProtocol, releaseCall } from './protocol.js';
 
 /** The largest count of permits: Redisson keeps the counter in a Java `int`. */
 const MAX_PERMITS = 2_147_483_647;
@@ -91,6 +91,7 @@ interface PermitCounts {
 export class PermitSemaphore extends LockHandle<PermitLease> {
   readonly #initial: number | undefined;
   readonly #channel: string;
+  readonly #writes: Writes;
 
   /** @internal Use {@link LockClient.permitSemaphore}. */
   constructor(engine: Engine, keyPrefix: string, name: string, options: PermitSemaphoreOptions | undefined) {
@@ -106,6 +107,7 @@ export class PermitSemaphore extends LockHandle<PermitLease> {
     );
     this.#initial = initial;
     this.#channel = channel;
+    this.#writes = new Writes(engine, key);
   }
 
   /**
@@ -126,9 +128,10 @@ export class PermitSemaphore extends LockHandle<PermitLease> {
   async release(permitId: string): Promise<boolean> {
     const id = checkPermitId(permitId);
     this.engine.assertOpen();
-    const { reply, acknowledged } = await this.engine.syncedCall(
-      releaseCall(this.key, this.#channel, id, this.engine.requestKey(this.key)),
+    const reply = await this.#writes.giving(
+      (requestKey, recordTtlMs) => releaseCall(this.key, this.#channel, id, requestKey, recordTtlMs),
       `releasing a permit of semaphore "${this.name}"`,
+      (written) => Number(written) === 1 && `A permit of semaphore "${this.name}" was released`,
     );
     const released = Number(reply) === 1;
     if (released) {
@@ -137,7 +140,6 @@ export class PermitSemaphore extends LockHandle<PermitLease> {
         id,
         `The permit of semaphore "${this.name}" was released by its id`,
       );
-      this.#reportShortfall(acknowledged, `A permit of semaphore "${this.name}" was released`);
     }
     return released;
   }
@@ -246,16 +248,6 @@ export class PermitSemaphore extends LockHandle<PermitLease> {
     return { free: free ?? 0, out: out ?? 0, untilEarliest: untilEarliest ?? -1 };
   }
 
-  /**
-   * With `syncReplicas`, reports a write too few replicas acknowledged on the `error` event.
-   * Giving permits (a release, addPermits, trySetPermits) cannot be undone safely: a waiter may
-   * have taken them already. So the call resolves, as a lock's release does.
-   */
-  #reportShortfall(acknowledged: number, done: string): void {
-    const shortfall = this.engine.shortfall(acknowledged, done);
-    if (shortfall !== undefined) this.engine.reportError(shortfall);
-  }
-
   /** `done` says what a reply means was done, for a shortfall's report; false: nothing changed. */
   async #change(
     mode: 'set' | 'add',
@@ -263,24 +255,17 @@ export class PermitSemaphore extends LockHandle<PermitLease> {
     doing: string,
     done: (value: number) => string | false,
   ): Promise<number> {
-    const { reply, acknowledged } = await this.engine.syncedCall(
-      {
+    const reply = await this.#writes.giving(
+      (requestKey, recordTtlMs) => ({
         script: luaScripts['permit-semaphore/set-permits'],
-        keys: [this.key, permitTimeoutKey(this.key), this.engine.requestKey(this.key)],
-        args: [
-          this.#channel,
-          mode,
-          String(permits),
-          initialArg(this.#initial),
-          String(REQUEST_RECORD_TTL_MS),
-        ],
-      },
+        keys: [this.key, permitTimeoutKey(this.key), requestKey],
+        args: [this.#channel, mode, String(permits), initialArg(this.#initial), String(recordTtlMs)],
+      }),
       doing,
+      (written) => done(Number(written)),
     );
     const value = Number(reply);
     if (!Number.isInteger(value)) throw new LockError('REDIS_ERROR', `Unexpected reply ${doing}`);
-    const what = done(value);
-    if (what !== false) this.#reportShortfall(acknowledged, what);
     return value;
   }
 }

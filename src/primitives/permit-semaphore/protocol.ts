@@ -52,11 +52,17 @@ function wakes(message: string): number {
 }
 
 /** A release of the permit `permitId` that takes effect once however often it is sent. */
-export function releaseCall(key: string, channel: string, permitId: string, request: string): ScriptCall {
+export function releaseCall(
+  key: string,
+  channel: string,
+  permitId: string,
+  request: string,
+  recordTtlMs = REQUEST_RECORD_TTL_MS,
+): ScriptCall {
   return {
     script: luaScripts['permit-semaphore/release'],
     keys: [key, permitTimeoutKey(key), request],
-    args: [channel, permitId, String(REQUEST_RECORD_TTL_MS)],
+    args: [channel, permitId, String(recordTtlMs)],
   };
 }
 

@@ -1,4 +1,4 @@
-import { checkCallback } from '../../engine/index.js';
+import { checkCallback, Writes } from '../../engine/index.js';
 import type { ConditionCall, ConditionTry, Engine, ScriptCall, Synced } from '../../engine/index.js';
 import { InvalidArgumentError, LockError, LockTimeoutError, type ReplicationError } from '../../errors.js';
 import { lockKey, semaphoreChannel } from '../../keys.js';
@@ -26,10 +26,6 @@ const KIND = 'semaphore';
 
 /** The most permits one call takes, gives or sets: Redisson counts permits in a Java `int`. */
 const MAX_PERMITS = 2_147_483_647;
-
-/** How long a call that changes the counter is retried: twice the command timeout, within these bounds. */
-const RETRY_MIN_MS = 1_000;
-const RETRY_MAX_MS = 8_000;
 
 /**
  * How long a given-up acquire's request key refuses late copies, in milliseconds, and how long
@@ -132,6 +128,7 @@ export class Semaphore {
   readonly #engine: Engine;
   readonly #target: SemaphoreTarget;
   readonly #initial: number | undefined;
+  readonly #writes: Writes;
   /** What its calls are reported as to OpenTelemetry. */
   readonly #report: ConditionCall;
 
@@ -148,6 +145,7 @@ export class Semaphore {
       initial: this.#initial === undefined ? '' : String(this.#initial),
     };
     this.#report = { kind: KIND, name };
+    this.#writes = new Writes(engine, key);
   }
 
   /** The semaphore's name. */
@@ -315,11 +313,11 @@ export class Semaphore {
    */
   async trySetPermits(permits: number): Promise<boolean> {
     checkPermits('permits', permits, 0);
-    const { reply, acknowledged } = await this.#recorded(
-      (recordTtlMs, requestKey) => trySetCall(this.#target, requestKey, permits, recordTtlMs),
+    const reply = await this.#writes.giving(
+      (requestKey, recordTtlMs) => trySetCall(this.#target, requestKey, permits, recordTtlMs),
       `setting the permits of semaphore "${this.name}"`,
+      (written) => written === 1 && `The permits of semaphore "${this.name}" were set`,
     );
-    if (reply === 1) this.#reportShortfall(acknowledged, `The permits of semaphore "${this.name}" were set`);
     return reply === 1;
   }
 
@@ -380,9 +378,9 @@ export class Semaphore {
    * ```
    */
   async drainPermits(): Promise<number> {
-    const requestKey = this.#engine.requestKey(this.key);
-    const { reply, acknowledged } = await this.#recorded(
-      (recordTtlMs) => drainCall(this.#target, requestKey, recordTtlMs),
+    const requestKey = this.#writes.requestKey();
+    const { reply, acknowledged } = await this.#writes.recorded(
+      (request, recordTtlMs) => drainCall(this.#target, request, recordTtlMs),
       `draining the permits of semaphore "${this.name}"`,
       requestKey,
     );
@@ -415,24 +413,13 @@ export class Semaphore {
    * ```
    */
   async delete(): Promise<boolean> {
-    const { reply, acknowledged } = await this.#engine.syncedCall(
+    // Cannot be undone either: a shortfall is reported, as for the permits given.
+    const reply = await this.#writes.repeatable(
       deleteCall(this.#target),
       `deleting semaphore "${this.name}"`,
+      (written) => Number(written) === 1 && `Semaphore "${this.name}" was deleted`,
     );
-    const deleted = Number(reply) === 1;
-    // Cannot be undone either: reported, as the permits given are.
-    if (deleted) this.#reportShortfall(acknowledged, `Semaphore "${this.name}" was deleted`);
-    return deleted;
-  }
-
-  /** How long a call that changes the counter is retried, in milliseconds. */
-  get #retryMs(): number {
-    return Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, 2 * this.#engine.commandTimeoutMs));
-  }
-
-  /** How long a request key records its outcome: past every copy of its retried call. */
-  get #recordTtlMs(): number {
-    return this.#retryMs + 2 * this.#engine.commandTimeoutMs + 2_000;
+    return Number(reply) === 1;
   }
 
   #integer(reply: unknown): number {
@@ -443,46 +430,14 @@ export class Semaphore {
     return value;
   }
 
-  /**
-   * Runs a call that records its outcome under a request key (a fresh one unless given),
-   * retried within its bound; with `syncReplicas`, the wait for replicas goes right behind it.
-   */
-  #recorded(
-    call: (recordTtlMs: number, requestKey: string) => ReturnType<typeof addCall>,
-    doing: string,
-    requestKey = this.#engine.requestKey(this.key),
-  ): Promise<Synced> {
-    return this.#engine.syncedCall(
-      call(this.#recordTtlMs, requestKey),
-      doing,
-      performance.now() + this.#retryMs,
-    );
-  }
-
-  /**
-   * Reports a write too few replicas acknowledged on the `error` event. Giving permits (a
-   * release, addPermits, trySetPermits) cannot be undone safely: a waiter may have taken them
-   * already, and taking them away again could leave fewer permits than there should be. So the
-   * call resolves, as a lock's release does; a failover before the replicas catch up may lose
-   * the permits given (the count stays low until someone adds them, as when a holder dies).
-   * Rejecting would invite a retry that gives them twice.
-   */
-  #reportShortfall(acknowledged: number, done: string): void {
-    const shortfall = this.#engine.shortfall(acknowledged, done);
-    if (shortfall !== undefined) this.#engine.reportError(shortfall);
-  }
-
   async #add(permits: number, doing: string): Promise<number> {
-    const { reply, acknowledged } = await this.#recorded(
-      (recordTtlMs, requestKey) => addCall(this.#target, requestKey, permits, recordTtlMs),
+    const reply = await this.#writes.giving(
+      (requestKey, recordTtlMs) => addCall(this.#target, requestKey, permits, recordTtlMs),
       doing,
+      () =>
+        `${permits} permit${Math.abs(permits) === 1 ? ' was' : 's were'} added to semaphore "${this.name}"`,
     );
-    const count = this.#integer(reply);
-    this.#reportShortfall(
-      acknowledged,
-      `${permits} permit${Math.abs(permits) === 1 ? ' was' : 's were'} added to semaphore "${this.name}"`,
-    );
-    return count;
+    return this.#integer(reply);
   }
 
   /** Takes `permits`, waiting up to `waitMs`: resolves whether it took them. Reported as a call. */
@@ -564,13 +519,13 @@ export class Semaphore {
    */
   async #attempt(permits: number, deadline: number): Promise<AcquireReply | Unreplicated> {
     const engine = this.#engine;
-    const requestKey = engine.requestKey(this.key);
-    const until = Math.min(deadline, performance.now() + this.#retryMs);
+    const requestKey = this.#writes.requestKey();
+    const until = Math.min(deadline, performance.now() + this.#writes.retryMs);
     const cancel = cancelAcquireCall(this.#target, requestKey, permits, CANCEL_RECORD_TTL_MS);
     let synced: Synced;
     try {
       synced = await engine.syncedCall(
-        acquireCall(this.#target, requestKey, permits, this.#recordTtlMs),
+        acquireCall(this.#target, requestKey, permits, this.#writes.recordTtlMs),
         `acquiring ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}"`,
         until,
       );
@@ -627,7 +582,7 @@ export class Semaphore {
     await Promise.race([
       cancelling,
       new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, Math.max(0, Math.min(this.#retryMs, until - performance.now())));
+        timer = setTimeout(resolve, Math.max(0, Math.min(this.#writes.retryMs, until - performance.now())));
         timer.unref();
       }),
     ]);
