@@ -3,7 +3,7 @@ import { isTransient } from '../scripts/runner.js';
 import { redisError } from './calls.js';
 import type { ConditionTelemetry } from './condition-telemetry.js';
 import type { Notifications } from './wait/channels.js';
-import type { Waiter } from './wait/waiter.js';
+import type { Waiter, WakePolicy } from './wait/waiter.js';
 import { abortable, within } from './timing.js';
 
 /**
@@ -58,8 +58,10 @@ export interface Condition<T> {
   readonly kind?: string;
   /** The channel a change is announced on. */
   readonly channel: string;
-  /** How many local waiters a message wakes (default: the first). */
-  readonly wakes?: (message: string) => number;
+  /** How many local waiters a message wakes (default: the first), seeing each one's `demand`. */
+  readonly wakes?: WakePolicy;
+  /** How much this wait asks for (a semaphore's permits), for `wakes`; default 1. */
+  readonly demand?: number;
   /**
    * One try. `deadline` (monotonic ms) bounds its retries: the try ends by it plus one command
    * timeout, whatever Redis does. It may end sooner, failing, after retries of its own: the wait
@@ -157,7 +159,7 @@ export async function waitFor<T>(
     if (waitMs === 0) return ranOut();
     host.assertOpen();
     signal?.throwIfAborted();
-    const joined = notifications.join(condition.channel, false, condition.wakes);
+    const joined = notifications.join(condition.channel, false, condition.wakes, condition.demand);
     waiter = joined.waiter;
     if (condition.kind !== undefined) host.telemetry.waiting(condition.kind, 1);
     if (joined.fresh) {

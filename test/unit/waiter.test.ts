@@ -17,16 +17,21 @@ class FakeOwner implements ChannelOwner {
   }
 }
 
-function channel(owner: ChannelOwner, count: number): { state: ChannelState; waiters: Waiter[] } {
+function channel(
+  owner: ChannelOwner,
+  count: number,
+  wakes?: ChannelState['wakes'],
+): { state: ChannelState; waiters: Waiter[] } {
   const state: ChannelState = {
     name: 'latchkey_unlock:orders',
     owner,
     waiters: [],
     ready: Promise.resolve(),
     generation: 0,
-    wakes: undefined,
+    wakes,
+    demands: wakes === undefined ? undefined : new Map([[1, count]]),
   };
-  const waiters = Array.from({ length: count }, () => new Waiter(state));
+  const waiters = Array.from({ length: count }, () => new Waiter(state, 1));
   state.waiters = [...waiters];
   return { state, waiters };
 }
@@ -95,5 +100,54 @@ describe('Waiter', () => {
     second.leave(true);
     expect(fake.left).toHaveLength(2);
     expect(state.waiters).toEqual([third]);
+  });
+
+  it('passes a wake-up it did not use on to the first waiter asleep, on a channel with a wake policy', async () => {
+    const fake = owner();
+    const { waiters } = channel(fake, 4, () => Number.POSITIVE_INFINITY);
+    const [head, woken, asleep, last] = waiters as [Waiter, Waiter, Waiter, Waiter];
+    // The head is awake (trying): not asleep. The second is woken and leaves without trying.
+    const wokenWait = woken.wait(5_000, undefined);
+    const asleepWait = asleep.wait(5_000, undefined);
+    let lastWoke = false;
+    void last.wait(5_000, undefined).then(() => {
+      lastWoke = true;
+    });
+    expect(head.sleeping).toBe(false);
+    expect(asleep.sleeping).toBe(true);
+    woken.wake();
+    await expect(wokenWait).resolves.toBe('attempt');
+    woken.leave(false);
+    await expect(asleepWait).resolves.toBe('attempt');
+    await Promise.resolve();
+    expect(lastWoke).toBe(false);
+
+    // A wake-up that was used (the waiter tried and went back to sleep) is not passed on.
+    void asleep.wait(5_000, undefined);
+    asleep.leave(false);
+    await Promise.resolve();
+    expect(lastWoke).toBe(false);
+  });
+
+  it('passes nothing on when the waiter that leaves was never woken, or took what it waited for', async () => {
+    const fake = owner();
+    const { waiters } = channel(fake, 3, () => Number.POSITIVE_INFINITY);
+    const [, second, third] = waiters as [Waiter, Waiter, Waiter];
+    let thirdWoke = false;
+    void third.wait(5_000, undefined).then(() => {
+      thirdWoke = true;
+    });
+    second.leave(false);
+    const taken = channel(fake, 3, () => Number.POSITIVE_INFINITY);
+    const [, takenSecond, takenThird] = taken.waiters as [Waiter, Waiter, Waiter];
+    let takenThirdWoke = false;
+    void takenThird.wait(5_000, undefined).then(() => {
+      takenThirdWoke = true;
+    });
+    takenSecond.wake();
+    takenSecond.leave(true);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(thirdWoke).toBe(false);
+    expect(takenThirdWoke).toBe(false);
   });
 });

@@ -4,12 +4,15 @@ import { Resubscribing } from './subscriber.js';
 import { within } from '../timing.js';
 import { IdleChannels } from './linger.js';
 import { WaitTimers } from './wait-timers.js';
-import { Waiter, type ChannelOwner, type ChannelState } from './waiter.js';
+import { Waiter, type ChannelOwner, type ChannelState, type WakePolicy } from './waiter.js';
 
 /** The `ready` of every channel whose subscription is confirmed. */
 const SUBSCRIBED: Promise<void> = Promise.resolve();
 
 function noop(): void {}
+
+/** The demands of a channel whose state was made without a wake policy (never read in practice). */
+const NO_DEMANDS: ReadonlyMap<number, number> = new Map();
 
 /** The keep-alive timer's period: the longest Node allows, so it practically never runs. */
 const KEEP_ALIVE_MS = 2 ** 31 - 1;
@@ -70,9 +73,17 @@ export class Notifications implements ChannelOwner {
       state.waiters[0]?.wake();
       return;
     }
-    const count = state.wakes(message);
-    // Waking one may change the queue (a waiter that leaves promotes the next): wake a copy.
-    for (const waiter of state.waiters.slice(0, count)) waiter.wake();
+    let count = state.wakes(message, state.demands ?? NO_DEMANDS);
+    if (count <= 0) return;
+    // The first `count` waiters asleep: one awake already tries (again, if a message came while
+    // its attempt was in flight) and needs no wake-up of its own, which would go to waste.
+    // Waking one may change the queue (a waiter that leaves promotes the next): wake from a copy.
+    for (const waiter of state.waiters.slice()) {
+      if (!waiter.sleeping) continue;
+      waiter.wake();
+      count -= 1;
+      if (count <= 0) return;
+    }
   };
 
   constructor(host: SubscriptionsHost, lingerMs: number) {
@@ -111,14 +122,11 @@ export class Notifications implements ChannelOwner {
   /**
    * Joins the queue of a channel, subscribing first if this client is not subscribed yet, and
    * to the grant channel too when `grants` is set (kinds with a wait queue). `wakes` says how many
-   * waiters a message wakes (default: the first). `fresh` tells that the subscription is new: the
-   * caller must try again once it is ready, since an unlock before it was confirmed was not heard.
+   * waiters a message wakes (default: the first), seeing each waiter's `demand`. `fresh` tells
+   * that the subscription is new: the caller must try again once it is ready, since an unlock
+   * before it was confirmed was not heard.
    */
-  join(
-    channel: string,
-    grants: boolean,
-    wakes?: (message: string) => number,
-  ): { waiter: Waiter; fresh: boolean } {
+  join(channel: string, grants: boolean, wakes?: WakePolicy, demand = 1): { waiter: Waiter; fresh: boolean } {
     if (this.#closed) throw this.#host.closedError();
     let state = this.#channels.get(channel);
     const fresh = state === undefined;
@@ -130,6 +138,7 @@ export class Notifications implements ChannelOwner {
         ready: Promise.resolve(),
         generation: 0,
         wakes,
+        demands: wakes === undefined ? undefined : new Map(),
       };
       const subscribed = this.#subscribe(state);
       state.ready = subscribed;
@@ -147,16 +156,23 @@ export class Notifications implements ChannelOwner {
     // rejection behind.
     state.ready.catch(() => undefined);
     this.#idle.delete(state);
-    const waiter = new Waiter(state);
+    const waiter = new Waiter(state, demand);
     if (state.waiters.length === 0) state.waiters = [waiter];
     else state.waiters.push(waiter);
+    if (state.demands !== undefined) state.demands.set(demand, (state.demands.get(demand) ?? 0) + 1);
     this.#waiting += 1;
     if (this.#waiting === 1) this.#holdProcess();
     return { waiter, fresh };
   }
 
   /** @internal Called by a waiter that left. */
-  released(state: ChannelState): void {
+  released(state: ChannelState, waiter: Waiter): void {
+    const demands = state.demands;
+    if (demands !== undefined) {
+      const left = (demands.get(waiter.demand) ?? 1) - 1;
+      if (left > 0) demands.set(waiter.demand, left);
+      else demands.delete(waiter.demand);
+    }
     this.#waiting -= 1;
     if (this.#waiting === 0) this.#holdProcess();
     if (state.waiters.length > 0 || this.#closed) return;

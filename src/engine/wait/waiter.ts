@@ -35,13 +35,27 @@ export class Waiter implements TimedOut, AbortWatcher {
   #signal: AbortSignal | undefined;
   /** Whether the wait in progress ends on a wake-up (`wait`) or only on its own terms (`untilReady`). */
   #wakeable = false;
+  /** Woken to try since it last went to sleep: a wake-up it may not have used yet. */
+  #woken = false;
+  /** How much this waiter asks for (a semaphore's permits), for its channel's wake policy. */
+  readonly demand: number;
 
-  constructor(channel: ChannelState) {
+  constructor(channel: ChannelState, demand: number) {
     this.#channel = channel;
+    this.demand = demand;
   }
 
   get isHead(): boolean {
     return this.#channel.waiters[0] === this;
+  }
+
+  /**
+   * Whether this waiter sleeps until a wake-up: not trying (an attempt in flight goes on after
+   * it with a look at the channel's generation), not already woken, not waiting for its
+   * subscription (it tries once that is confirmed).
+   */
+  get sleeping(): boolean {
+    return this.#listener !== undefined && this.#wakeable;
   }
 
   /**
@@ -72,6 +86,7 @@ export class Waiter implements TimedOut, AbortWatcher {
 
   /** Makes the current or next `wait` return at once; `attempt` outranks `promoted`. */
   wake(reason: Exclude<WakeReason, 'timeout'> = 'attempt'): void {
+    if (reason === 'attempt') this.#woken = true;
     if (this.#pending !== 'attempt') this.#pending = reason;
     if (!this.#wakeable) return;
     this.#pending = undefined;
@@ -143,6 +158,8 @@ export class Waiter implements TimedOut, AbortWatcher {
     }
     this.#listener = listener;
     this.#wakeable = wakeable;
+    // Going back to sleep: whatever woke it before was used.
+    if (wakeable) this.#woken = false;
     if (Number.isFinite(ms)) this.#timer = this.#channel.owner.timers.add(this, ms);
     if (signal !== undefined) {
       this.#signal = signal;
@@ -180,15 +197,21 @@ export class Waiter implements TimedOut, AbortWatcher {
   /**
    * Leaves the queue. When the head leaves, the next waiter becomes the head: if the head took
    * the lock, the new head only starts watching its expiry; otherwise it may have taken an
-   * unlock message with it, so the new head tries at once.
+   * unlock message with it, so the new head tries at once. On a channel whose messages wake
+   * several waiters (a kind with a wake policy), a waiter that leaves without what it waited
+   * for after a wake-up passes that wake-up on to the first one still asleep: it may have been
+   * meant for that one.
    */
   leave(acquired: boolean): void {
-    const queue = this.#channel.waiters;
+    const channel = this.#channel;
+    const queue = channel.waiters;
     const index = queue.indexOf(this);
     if (index === -1) return;
     queue.splice(index, 1);
     if (index === 0) queue[0]?.wake(acquired ? 'promoted' : 'attempt');
-    this.#channel.owner.released(this.#channel);
+    else if (!acquired && this.#woken && channel.wakes !== undefined)
+      queue.find((next) => next.sleeping)?.wake();
+    channel.owner.released(channel, this);
   }
 }
 
@@ -204,7 +227,7 @@ export interface ChannelOwner {
   /** The bounds of every wait of this client's waiters. */
   readonly timers: WaitTimers;
   /** Called by a waiter that left. */
-  released(state: ChannelState): void;
+  released(state: ChannelState, waiter: Waiter): void;
 }
 
 /** One channel's subscription and its local waiters. @internal */
@@ -215,6 +238,19 @@ export interface ChannelState {
   waiters: Waiter[];
   ready: Promise<void>;
   generation: number;
-  /** How many waiters a message wakes; undefined: the first. */
-  wakes: ((message: string) => number) | undefined;
+  /** How many of the waiters asleep a message wakes, the first ones first; undefined: the head. */
+  wakes: WakePolicy | undefined;
+  /**
+   * With a wake policy, the local waiters by what they ask for: demand -> how many ask for it.
+   * Undefined without one.
+   */
+  demands: Map<number, number> | undefined;
 }
+
+/**
+ * A kind's wake policy: how many of a client's waiters asleep on a channel one message wakes,
+ * read from the message (the free permits it announces, say) and the demands of the local
+ * waiters (demand -> how many ask for it). `Infinity`: all of them.
+ * @internal
+ */
+export type WakePolicy = (message: string, demands: ReadonlyMap<number, number>) => number;

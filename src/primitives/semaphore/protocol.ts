@@ -140,11 +140,6 @@ export function availableCall(target: SemaphoreTarget): ScriptCall {
   };
 }
 
-/** Publishes the free count again when permits are free: the reply is the count, or 0. */
-export function announceCall(target: SemaphoreTarget): ScriptCall {
-  return { script: luaScripts['semaphore/announce'], keys: [target.key], args: [target.channel] };
-}
-
 /** An integer reply of one of the scripts, or undefined when it is not one. */
 export function integerReply(reply: unknown): number | undefined {
   const value = Number(reply);
@@ -158,4 +153,20 @@ export function integerReply(reply: unknown): number | undefined {
 export function announcedPermits(message: string): number {
   const value = Number(message);
   return message.trim() !== '' && Number.isSafeInteger(value) ? value : 1;
+}
+
+/**
+ * The semaphore's wake policy: how many of a client's local waiters a message announcing free
+ * permits wakes, the first asleep first. When every local acquire asks for the same number of
+ * permits, as many as the free permits can serve (a release of k single permits wakes k
+ * waiters, not all). When they ask for different numbers, the order of the waiters says nothing
+ * about who fits, so all of them try: none that fits sleeps through free permits, and those that
+ * do not fit sleep again.
+ */
+export function permitWakes(message: string, demands: ReadonlyMap<number, number>): number {
+  const free = announcedPermits(message);
+  if (free <= 0) return 0;
+  if (demands.size !== 1) return demands.size === 0 ? 1 : Number.POSITIVE_INFINITY;
+  const [asked] = demands.keys();
+  return Math.floor(free / (asked ?? 1));
 }

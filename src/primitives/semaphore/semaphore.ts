@@ -4,18 +4,17 @@ import { InvalidArgumentError, LockError, LockTimeoutError, type ReplicationErro
 import { lockKey, semaphoreChannel } from '../../keys.js';
 import type { SemaphoreOptions } from '../../options.js';
 import { checkOptions, checkSignal, checkWait, describe } from '../../validate.js';
-import { joinBook, leaveBook, wakesOf } from './local-waiters.js';
 import {
   acquireCall,
   acquireReply,
   addCall,
-  announceCall,
   availableCall,
   cancelAcquireCall,
   cancelDrainCall,
   deleteCall,
   drainCall,
   integerReply,
+  permitWakes,
   trySetCall,
   type AcquireReply,
   type SemaphoreTarget,
@@ -448,69 +447,40 @@ export class Semaphore {
   }
 
   async #wait(permits: number, waitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
-    const engine = this.#engine;
-    const target = this.#target;
-    const book = joinBook(engine, target.channel, permits);
-    const what = `semaphore "${this.name}"`;
-    /** Messages heard when this acquire last went to sleep; undefined: before it first slept. */
-    let sleptAt: number | undefined;
-    /** Whether this acquire may have been woken by a message meant for another waiter. */
-    let tookWake = false;
-    let taken = false;
     /** The last attempt's grant too few replicas acknowledged (it was given back). */
     let unreplicated: ReplicationError | undefined;
     let pauseMs = UNREPLICATED_RETRY_MIN_MS;
-    try {
-      const found = await engine.waitFor<Taken>(
-        {
-          what,
-          kind: KIND,
-          channel: target.channel,
-          wakes: wakesOf(engine, target.channel),
-          attempt: async (deadline): Promise<ConditionTry<Taken>> => {
-            const heardBefore = book.seq;
-            const reply = await this.#attempt(permits, deadline);
-            // A message while the try was in flight, or more than the one that woke it, may have
-            // been meant for a waiter behind this one, which then sleeps on.
-            if (sleptAt !== undefined && (book.seq > heardBefore || book.seq - sleptAt >= 2)) tookWake = true;
-            if (reply.status === 'taken') return { done: true, value: { permits } };
-            unreplicated = reply.status === 'unreplicated' ? reply.error : undefined;
-            if (unreplicated !== undefined) {
-              // The replicas lag or are gone: trying again at once would most likely fail the
-              // same way. Pause (within the wait), then try again without waiting for a message.
-              const pause = Math.min(pauseMs, deadline - performance.now());
-              pauseMs = Math.min(UNREPLICATED_RETRY_MAX_MS, pauseMs * 2);
-              if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause).unref());
-              return { done: false, recheckMs: 0 };
-            }
-            sleptAt = book.seq;
-            tookWake = false;
-            // Every release publishes the new count, and so does a call that creates the
-            // counter or sets it: only a message (or a reconnect) is worth another try.
-            return { done: false, recheckMs: Number.POSITIVE_INFINITY };
-          },
-          undo: (value) => this.#giveBack(value.permits),
+    const found = await this.#engine.waitFor<Taken>(
+      {
+        what: `semaphore "${this.name}"`,
+        kind: KIND,
+        channel: this.#target.channel,
+        wakes: permitWakes,
+        demand: permits,
+        attempt: async (deadline): Promise<ConditionTry<Taken>> => {
+          const reply = await this.#attempt(permits, deadline);
+          if (reply.status === 'taken') return { done: true, value: { permits } };
+          unreplicated = reply.status === 'unreplicated' ? reply.error : undefined;
+          if (unreplicated !== undefined) {
+            // The replicas lag or are gone: trying again at once would most likely fail the
+            // same way. Pause (within the wait), then try again without waiting for a message.
+            const pause = Math.min(pauseMs, deadline - performance.now());
+            pauseMs = Math.min(UNREPLICATED_RETRY_MAX_MS, pauseMs * 2);
+            if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause).unref());
+            return { done: false, recheckMs: 0 };
+          }
+          // Every release publishes the new count, and so does a call that creates the counter
+          // or sets it: only a message (or a reconnect) is worth another try.
+          return { done: false, recheckMs: Number.POSITIVE_INFINITY };
         },
-        waitMs,
-        signal,
-      );
-      taken = found !== null;
-      // The wait ran out on a grant too few replicas acknowledged: say so, not "timed out".
-      if (!taken && unreplicated !== undefined) throw unreplicated;
-      return taken;
-    } catch (error) {
-      // Woken, then stopped before using the wake-up: it may have been someone else's.
-      if (sleptAt !== undefined && book.seq > sleptAt) tookWake = true;
-      throw error;
-    } finally {
-      if (!taken && sleptAt !== undefined && book.seq > sleptAt) tookWake = true;
-      leaveBook(engine, target.channel, book, permits);
-      // The engine woke this waiter in place of another one that still sleeps: announce the free
-      // permits again so that one tries. Nobody waits for this; the next message heals a failure.
-      if (tookWake && book.count > 0 && !engine.closed) {
-        engine.call(announceCall(target), `announcing the permits of ${what}`).catch(() => undefined);
-      }
-    }
+        undo: (value) => this.#giveBack(value.permits),
+      },
+      waitMs,
+      signal,
+    );
+    // The wait ran out on a grant too few replicas acknowledged: say so, not "timed out".
+    if (found === null && unreplicated !== undefined) throw unreplicated;
+    return found !== null;
   }
 
   /**
