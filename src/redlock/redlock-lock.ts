@@ -209,39 +209,55 @@ export class RedlockLock {
         return outcome.lease;
       }
       const remaining = deadline - performance.now();
-      if (remaining <= 0) {
-        // So many masters failed that no quorum could have answered.
-        if (outcome.failed > host.engines.length - host.quorum) {
-          throw new LockError(
-            'REDIS_ERROR',
-            `Could not reach a quorum of masters for lock "${this.name}": ${outcome.failed} of ${host.engines.length} failed, ${host.quorum} needed`,
-            { cause: outcome.failure },
-          );
-        }
-        throw new LockTimeoutError(`Timed out waiting for lock "${this.name}"`);
-      }
-      // Between rounds, an unlock message from a master that refused the lock (held elsewhere)
-      // ends the pause, one that came during the round included; the masters this round took
-      // and gave back announce only that. After a split vote (this round took some masters, not
-      // a quorum) the message is followed by a random wait of up to two rounds' time, so the
-      // contenders that split the masters do not all start the next round together; with
-      // nothing taken there is no such wait. Without a message the pause lasts a random part of
-      // the retry delay.
-      const roundMs = performance.now() - roundStartedAt;
-      const delayMs = host.retryDelayMs * (0.5 + Math.random() * 0.5);
-      await pause(
-        {
-          engines: host.engines,
-          listensTo: (index) => outcome.refused[index] === true && host.ready(index),
-          what: `lock "${this.name}"`,
-          channel: this.#target.channel,
-          delayMs: Math.min(remaining, delayMs),
-          heardBefore,
-          jitterMs: outcome.granted === 0 ? 0 : Math.max(1, 2 * roundMs),
-        },
-        signal,
-      );
+      if (remaining <= 0) throw this.#gaveUp(outcome);
+      await this.#pause(outcome, heardBefore, performance.now() - roundStartedAt, remaining, signal);
       host.assertOpen();
     }
+  }
+
+  /** What an acquire whose wait ran out rejects with, after its last round. */
+  #gaveUp(outcome: RoundOutcome & { readonly won: false }): LockError {
+    const host = this.#host;
+    // So many masters failed that no quorum could have answered.
+    if (outcome.failed > host.engines.length - host.quorum) {
+      return new LockError(
+        'REDIS_ERROR',
+        `Could not reach a quorum of masters for lock "${this.name}": ${outcome.failed} of ${host.engines.length} failed, ${host.quorum} needed`,
+        { cause: outcome.failure },
+      );
+    }
+    return new LockTimeoutError(`Timed out waiting for lock "${this.name}"`);
+  }
+
+  /**
+   * The pause between rounds. An unlock message from a master that refused the lock (held
+   * elsewhere) ends it, one that came during the round included; the masters this round took
+   * and gave back announce only that. After a split vote (this round took some masters, not a
+   * quorum) the message is followed by a random wait of up to two rounds' time, so the
+   * contenders that split the masters do not all start the next round together; with nothing
+   * taken there is no such wait. Without a message the pause lasts a random part of the retry
+   * delay.
+   */
+  #pause(
+    outcome: RoundOutcome & { readonly won: false },
+    heardBefore: readonly (number | undefined)[],
+    roundMs: number,
+    remaining: number,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const host = this.#host;
+    const delayMs = host.retryDelayMs * (0.5 + Math.random() * 0.5);
+    return pause(
+      {
+        engines: host.engines,
+        listensTo: (index) => outcome.refused[index] === true && host.ready(index),
+        what: `lock "${this.name}"`,
+        channel: this.#target.channel,
+        delayMs: Math.min(remaining, delayMs),
+        heardBefore,
+        jitterMs: outcome.granted === 0 ? 0 : Math.max(1, 2 * roundMs),
+      },
+      signal,
+    );
   }
 }
