@@ -11,7 +11,7 @@ export { SimpleLock } from './primitives/simple-lock/simple-lock.js';
 export { FairLock } from './primitives/fair-lock/fair-lock.js';
 export { ReadLock, ReadWriteLock, WriteLock } from './primitives/read-write-lock/read-write-lock.js';
 export { Semaphore } from './primitives/semaphore/semaphore.js';
-export type { SemaphoreAcquireOptions } from './primitives/semaphore/semaphore.js';
+export type { SemaphoreAcquireOptions } from './primitives/semaphore/options.js';
 export { PermitSemaphore } from './primitives/permit-semaphore/permit-semaphore.js';
 export { PermitLease } from './primitives/permit-semaphore/permit-lease.js';
 export { CountDownLatch } from './primitives/count-down-latch/count-down-latch.js';

@@ -1,100 +1,18 @@
 import { checkCallback, Writes } from '../../engine/index.js';
-import type { ConditionCall, ConditionTry, Engine, ScriptCall, Synced } from '../../engine/index.js';
-import { InvalidArgumentError, LockError, LockTimeoutError, type ReplicationError } from '../../errors.js';
+import type { ConditionCall, Engine } from '../../engine/index.js';
+import { InvalidArgumentError, LockTimeoutError } from '../../errors.js';
 import { lockKey, semaphoreChannel } from '../../keys.js';
 import type { SemaphoreOptions } from '../../options.js';
-import { checkOptions, checkSignal, checkWait, describe } from '../../validate.js';
+import { checkOptions, describe } from '../../validate.js';
 import {
-  acquireCall,
-  acquireReply,
-  addCall,
-  availableCall,
-  cancelAcquireCall,
-  cancelDrainCall,
-  deleteCall,
-  drainCall,
-  integerReply,
-  permitWakes,
-  trySetCall,
-  type AcquireReply,
-  type SemaphoreTarget,
-} from './protocol.js';
-
-/** The kind, as telemetry names it. */
-const KIND = 'semaphore';
-
-/** The most permits one call takes, gives or sets: Redisson counts permits in a Java `int`. */
-const MAX_PERMITS = 2_147_483_647;
-
-/**
- * How long a given-up acquire's request key refuses late copies, in milliseconds, and how long
- * the cancel is retried (half of it) while Redis does not answer.
- */
-const CANCEL_RECORD_TTL_MS = 60_000;
-
-/**
- * With `syncReplicas`, how long an acquire pauses before it tries again after a grant too few
- * replicas acknowledged (doubled each time, up to the maximum), as a lock's acquire does.
- */
-const UNREPLICATED_RETRY_MIN_MS = 50;
-const UNREPLICATED_RETRY_MAX_MS = 1_000;
-
-/** An attempt whose grant too few replicas acknowledged, and that was given back. */
-interface Unreplicated {
-  readonly status: 'unreplicated';
-  readonly error: ReplicationError;
-}
-
-/**
- * Options of {@link Semaphore.acquire}, {@link Semaphore.tryAcquire} and
- * {@link Semaphore.withPermits}.
- *
- * @example
- * ```ts
- * await semaphore.acquire(2, { waitMs: 5_000, signal: AbortSignal.timeout(10_000) });
- * ```
- */
-export interface SemaphoreAcquireOptions {
-  /**
-   * How long to wait for enough free permits, in milliseconds; `Infinity` waits until they are
-   * free. A whole number from 0 to 2147483647.
-   * @defaultValue `Infinity` for `acquire` and `withPermits`, `0` for `tryAcquire`
-   */
-  readonly waitMs?: number;
-  /** Stops waiting: the call rejects with `signal.reason` and takes no permit. */
-  readonly signal?: AbortSignal;
-}
-
-/** What an attempt took. */
-interface Taken {
-  readonly permits: number;
-}
-
-function checkPermits(what: string, value: unknown, min: number): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_PERMITS) {
-    throw new InvalidArgumentError(
-      `Expected \`${what}\` to be a whole number from ${min} to ${MAX_PERMITS}, got ${describe(value)}`,
-    );
-  }
-  return value;
-}
-
-function checkAcquireOptions(
-  value: unknown,
-  defaultWaitMs: number,
-): { waitMs: number; signal: AbortSignal | undefined } {
-  const options = checkOptions('options', value, ['waitMs', 'signal'] as const);
-  return {
-    waitMs: options.waitMs === undefined ? defaultWaitMs : checkWait('waitMs', options.waitMs),
-    signal: checkSignal('signal', options.signal),
-  };
-}
-
-/** `(permits?, options?)` or `(options?)`: the permits (default 1) and the raw options. */
-function permitsAndOptions(first: unknown, second: unknown): [number, unknown] {
-  if (typeof first === 'object' && first !== null && second === undefined) return [1, first];
-  return [first === undefined ? 1 : checkPermits('permits', first, 1), second];
-}
+  checkAcquireOptions,
+  checkPermits,
+  MAX_PERMITS,
+  permitsAndOptions,
+  type SemaphoreAcquireOptions,
+} from './options.js';
+import { addCall, availableCall, deleteCall, trySetCall, type SemaphoreTarget } from './protocol.js';
+import { integerOf, KIND, PermitTaking } from './taking.js';
 
 /**
  * A counting semaphore stored as Redisson's RSemaphore stores it: a string counter `<key>` of
@@ -128,6 +46,7 @@ export class Semaphore {
   readonly #target: SemaphoreTarget;
   readonly #initial: number | undefined;
   readonly #writes: Writes;
+  readonly #takes: PermitTaking;
   /** What its calls are reported as to OpenTelemetry. */
   readonly #report: ConditionCall;
 
@@ -145,6 +64,7 @@ export class Semaphore {
     };
     this.#report = { kind: KIND, name };
     this.#writes = new Writes(engine, key);
+    this.#takes = new PermitTaking(engine, this.#target, this.#writes, (permits) => this.#giveBack(permits));
   }
 
   /** The semaphore's name. */
@@ -356,7 +276,7 @@ export class Semaphore {
       availableCall(this.#target),
       `reading the permits of semaphore "${this.name}"`,
     );
-    return this.#integer(reply);
+    return integerOf(reply, this.name);
   }
 
   /**
@@ -376,29 +296,8 @@ export class Semaphore {
    * }
    * ```
    */
-  async drainPermits(): Promise<number> {
-    const requestKey = this.#writes.requestKey();
-    const { reply, acknowledged } = await this.#writes.recorded(
-      (request, recordTtlMs) => drainCall(this.#target, request, recordTtlMs),
-      `draining the permits of semaphore "${this.name}"`,
-      requestKey,
-    );
-    const taken = this.#integer(reply);
-    const shortfall =
-      taken > 0
-        ? this.#engine.shortfall(
-            acknowledged,
-            `${taken} permit${taken === 1 ? ' was' : 's were'} drained from semaphore "${this.name}"`,
-          )
-        : undefined;
-    if (shortfall !== undefined) {
-      // Permits taken as an acquire takes them: a failover could hand them out again. Give them
-      // back as an acquire's are (only if the drain's record says it took them, which the same
-      // failover would lose with the drain), then fail: nothing is left taken.
-      await this.#cancel(cancelDrainCall(this.#target, requestKey, CANCEL_RECORD_TTL_MS), 'drain');
-      throw shortfall;
-    }
-    return taken;
+  drainPermits(): Promise<number> {
+    return this.#takes.drain();
   }
 
   /**
@@ -421,14 +320,6 @@ export class Semaphore {
     return Number(reply) === 1;
   }
 
-  #integer(reply: unknown): number {
-    const value = integerReply(reply);
-    if (value === undefined) {
-      throw new LockError('REDIS_ERROR', `Unexpected reply from a script of semaphore "${this.name}"`);
-    }
-    return value;
-  }
-
   async #add(permits: number, doing: string): Promise<number> {
     const reply = await this.#writes.giving(
       (requestKey, recordTtlMs) => addCall(this.#target, requestKey, permits, recordTtlMs),
@@ -436,127 +327,14 @@ export class Semaphore {
       () =>
         `${permits} permit${Math.abs(permits) === 1 ? ' was' : 's were'} added to semaphore "${this.name}"`,
     );
-    return this.#integer(reply);
+    return integerOf(reply, this.name);
   }
 
   /** Takes `permits`, waiting up to `waitMs`: resolves whether it took them. Reported as a call. */
   #acquire(permits: number, waitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
     return this.#engine.conditionTelemetry.acquire(this.#report, permits, waitMs, signal, () =>
-      this.#wait(permits, waitMs, signal),
+      this.#takes.wait(permits, waitMs, signal),
     );
-  }
-
-  async #wait(permits: number, waitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
-    /** The last attempt's grant too few replicas acknowledged (it was given back). */
-    let unreplicated: ReplicationError | undefined;
-    let pauseMs = UNREPLICATED_RETRY_MIN_MS;
-    const found = await this.#engine.waitFor<Taken>(
-      {
-        what: `semaphore "${this.name}"`,
-        kind: KIND,
-        channel: this.#target.channel,
-        wakes: permitWakes,
-        demand: permits,
-        attempt: async (deadline): Promise<ConditionTry<Taken>> => {
-          const reply = await this.#attempt(permits, deadline);
-          if (reply.status === 'taken') return { done: true, value: { permits } };
-          unreplicated = reply.status === 'unreplicated' ? reply.error : undefined;
-          if (unreplicated !== undefined) {
-            // The replicas lag or are gone: trying again at once would most likely fail the
-            // same way. Pause (within the wait), then try again without waiting for a message.
-            const pause = Math.min(pauseMs, deadline - performance.now());
-            pauseMs = Math.min(UNREPLICATED_RETRY_MAX_MS, pauseMs * 2);
-            if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause).unref());
-            return { done: false, recheckMs: 0 };
-          }
-          // Every release publishes the new count, and so does a call that creates the counter
-          // or sets it: only a message (or a reconnect) is worth another try.
-          return { done: false, recheckMs: Number.POSITIVE_INFINITY };
-        },
-        undo: (value) => this.#giveBack(value.permits),
-      },
-      waitMs,
-      signal,
-    );
-    // The wait ran out on a grant too few replicas acknowledged: say so, not "timed out".
-    if (found === null && unreplicated !== undefined) throw unreplicated;
-    return found !== null;
-  }
-
-  /**
-   * One try, made idempotent by its request key; cancelled when its outcome stays unknown, and
-   * with `syncReplicas` when too few replicas acknowledged its grant.
-   */
-  async #attempt(permits: number, deadline: number): Promise<AcquireReply | Unreplicated> {
-    const engine = this.#engine;
-    const requestKey = this.#writes.requestKey();
-    const until = Math.min(deadline, performance.now() + this.#writes.retryMs);
-    const cancel = cancelAcquireCall(this.#target, requestKey, permits, CANCEL_RECORD_TTL_MS);
-    let synced: Synced;
-    try {
-      synced = await engine.syncedCall(
-        acquireCall(this.#target, requestKey, permits, this.#writes.recordTtlMs),
-        `acquiring ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}"`,
-        until,
-      );
-    } catch (error) {
-      // The request may still have been applied, or a copy of it may yet be: refuse every copy
-      // and give back what it took, before the caller hears of the failure (and before the wait
-      // tries again with a fresh request while it lasts).
-      await this.#cancel(cancel, 'acquire', deadline + engine.commandTimeoutMs);
-      throw error;
-    }
-    const outcome = acquireReply(synced.reply);
-    if (outcome?.status === 'taken') {
-      const error = engine.shortfall(
-        synced.acknowledged,
-        `${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}" ${permits === 1 ? 'was' : 'were'} granted`,
-      );
-      if (error !== undefined) {
-        // Too few replicas have the grant: a failover now could hand the same permits to
-        // others. Give them back before the caller hears of it. The cancel gives back only
-        // what the request's record says it took, and a failover that loses the grant loses
-        // that record with it, so it never adds permits that were not taken.
-        await this.#cancel(cancel, 'acquire', deadline + engine.commandTimeoutMs);
-        return { status: 'unreplicated', error };
-      }
-    }
-    if (outcome === undefined || outcome.status === 'cancelled') {
-      // Only a request this client gave up on is refused, and request keys are never reused.
-      throw new LockError(
-        'REDIS_ERROR',
-        `Unexpected reply from the acquire script of semaphore "${this.name}"`,
-      );
-    }
-    return outcome;
-  }
-
-  /**
-   * Cancels an acquire (or drain) request whose outcome is unknown or too few replicas
-   * acknowledged: the caller waits for it a little (one retry window, and not past `until`,
-   * monotonic ms); if Redis still does not answer, it goes on in the background until a late
-   * copy of the request can no longer matter.
-   */
-  async #cancel(
-    cancel: ScriptCall,
-    what: 'acquire' | 'drain',
-    until = Number.POSITIVE_INFINITY,
-  ): Promise<void> {
-    const engine = this.#engine;
-    if (engine.closed) return;
-    const giveUpAt = performance.now() + CANCEL_RECORD_TTL_MS / 2;
-    const cancelling = engine
-      .call(cancel, `cancelling an unconfirmed ${what} of semaphore "${this.name}"`, giveUpAt)
-      .catch(() => undefined);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      cancelling,
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, Math.max(0, Math.min(this.#writes.retryMs, until - performance.now())));
-        timer.unref();
-      }),
-    ]);
-    clearTimeout(timer);
   }
 
   /** Gives back permits an attempt took after its caller stopped waiting. */
