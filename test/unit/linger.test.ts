@@ -13,8 +13,7 @@ function state(name: string): ChannelState {
     waiters: [],
     ready: Promise.resolve(),
     generation: 0,
-    wakes: undefined,
-    demands: undefined,
+    wakeBy: undefined,
   };
 }
 

@@ -3,7 +3,12 @@
 // it with `timeout`, an abort and a close fail it, and the head that leaves promotes the next.
 import { afterEach, describe, expect, it } from 'vitest';
 import { WaitTimers } from '../../src/engine/wait/wait-timers.js';
-import { Waiter, type ChannelOwner, type ChannelState } from '../../src/engine/wait/waiter.js';
+import {
+  Waiter,
+  type ChannelOwner,
+  type ChannelState,
+  type WakePolicy,
+} from '../../src/engine/wait/waiter.js';
 
 class FakeOwner implements ChannelOwner {
   closed = false;
@@ -20,7 +25,7 @@ class FakeOwner implements ChannelOwner {
 function channel(
   owner: ChannelOwner,
   count: number,
-  wakes?: ChannelState['wakes'],
+  wakes?: WakePolicy,
 ): { state: ChannelState; waiters: Waiter[] } {
   const state: ChannelState = {
     name: 'latchkey_unlock:orders',
@@ -28,8 +33,7 @@ function channel(
     waiters: [],
     ready: Promise.resolve(),
     generation: 0,
-    wakes,
-    demands: wakes === undefined ? undefined : new Map([[1, count]]),
+    wakeBy: wakes === undefined ? undefined : { policy: wakes, demands: new Map([[1, count]]) },
   };
   const waiters = Array.from({ length: count }, () => new Waiter(state, 1));
   state.waiters = [...waiters];
@@ -127,6 +131,20 @@ describe('Waiter', () => {
     asleep.leave(false);
     await Promise.resolve();
     expect(lastWoke).toBe(false);
+  });
+
+  it('passes the wake-up of a head that leaves unserved to the first waiter asleep, past one trying', async () => {
+    const fake = owner();
+    const { waiters } = channel(fake, 3, () => Number.POSITIVE_INFINITY);
+    const [head, trying, asleep] = waiters as [Waiter, Waiter, Waiter];
+    const headWait = head.wait(5_000, undefined);
+    const asleepWait = asleep.wait(5_000, undefined);
+    head.wake();
+    await expect(headWait).resolves.toBe('attempt');
+    // The second waiter's attempt is in flight (it waits for nothing): the head gives up.
+    expect(trying.sleeping).toBe(false);
+    head.leave(false);
+    await expect(asleepWait).resolves.toBe('attempt');
   });
 
   it('passes nothing on when the waiter that leaves was never woken, or took what it waited for', async () => {

@@ -11,9 +11,6 @@ const SUBSCRIBED: Promise<void> = Promise.resolve();
 
 function noop(): void {}
 
-/** The demands of a channel whose state was made without a wake policy (never read in practice). */
-const NO_DEMANDS: ReadonlyMap<number, number> = new Map();
-
 /** The keep-alive timer's period: the longest Node allows, so it practically never runs. */
 const KEEP_ALIVE_MS = 2 ** 31 - 1;
 
@@ -69,11 +66,12 @@ export class Notifications implements ChannelOwner {
     const state = this.#channels.get(channel);
     if (state === undefined) return;
     state.generation += 1;
-    if (state.wakes === undefined) {
+    const wakeBy = state.wakeBy;
+    if (wakeBy === undefined) {
       state.waiters[0]?.wake();
       return;
     }
-    let count = state.wakes(message, state.demands ?? NO_DEMANDS);
+    let count = wakeBy.policy(message, wakeBy.demands);
     if (count <= 0) return;
     // The first `count` waiters asleep: one awake already tries (again, if a message came while
     // its attempt was in flight) and needs no wake-up of its own, which would go to waste.
@@ -137,8 +135,7 @@ export class Notifications implements ChannelOwner {
         waiters: [],
         ready: Promise.resolve(),
         generation: 0,
-        wakes,
-        demands: wakes === undefined ? undefined : new Map(),
+        wakeBy: wakes === undefined ? undefined : { policy: wakes, demands: new Map() },
       };
       const subscribed = this.#subscribe(state);
       state.ready = subscribed;
@@ -159,7 +156,8 @@ export class Notifications implements ChannelOwner {
     const waiter = new Waiter(state, demand);
     if (state.waiters.length === 0) state.waiters = [waiter];
     else state.waiters.push(waiter);
-    if (state.demands !== undefined) state.demands.set(demand, (state.demands.get(demand) ?? 0) + 1);
+    const demands = state.wakeBy?.demands;
+    if (demands !== undefined) demands.set(demand, (demands.get(demand) ?? 0) + 1);
     this.#waiting += 1;
     if (this.#waiting === 1) this.#holdProcess();
     return { waiter, fresh };
@@ -167,7 +165,7 @@ export class Notifications implements ChannelOwner {
 
   /** @internal Called by a waiter that left. */
   released(state: ChannelState, waiter: Waiter): void {
-    const demands = state.demands;
+    const demands = state.wakeBy?.demands;
     if (demands !== undefined) {
       const left = (demands.get(waiter.demand) ?? 1) - 1;
       if (left > 0) demands.set(waiter.demand, left);

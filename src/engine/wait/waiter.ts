@@ -198,9 +198,9 @@ export class Waiter implements TimedOut, AbortWatcher {
    * Leaves the queue. When the head leaves, the next waiter becomes the head: if the head took
    * the lock, the new head only starts watching its expiry; otherwise it may have taken an
    * unlock message with it, so the new head tries at once. On a channel whose messages wake
-   * several waiters (a kind with a wake policy), a waiter that leaves without what it waited
-   * for after a wake-up passes that wake-up on to the first one still asleep: it may have been
-   * meant for that one.
+   * several waiters (a kind with a wake policy), the head, or a waiter woken since it last slept,
+   * that leaves without what it waited for passes that wake-up on to the first waiter asleep: it
+   * may have been meant for that one.
    */
   leave(acquired: boolean): void {
     const channel = this.#channel;
@@ -208,9 +208,12 @@ export class Waiter implements TimedOut, AbortWatcher {
     const index = queue.indexOf(this);
     if (index === -1) return;
     queue.splice(index, 1);
-    if (index === 0) queue[0]?.wake(acquired ? 'promoted' : 'attempt');
-    else if (!acquired && this.#woken && channel.wakes !== undefined)
+    if (channel.wakeBy !== undefined && !acquired && (index === 0 || this.#woken)) {
+      // To one asleep: one whose attempt is in flight looks again anyway, and would use it up.
       queue.find((next) => next.sleeping)?.wake();
+    } else if (index === 0) {
+      queue[0]?.wake(acquired ? 'promoted' : 'attempt');
+    }
     channel.owner.released(channel, this);
   }
 }
@@ -238,13 +241,15 @@ export interface ChannelState {
   waiters: Waiter[];
   ready: Promise<void>;
   generation: number;
-  /** How many of the waiters asleep a message wakes, the first ones first; undefined: the head. */
-  wakes: WakePolicy | undefined;
-  /**
-   * With a wake policy, the local waiters by what they ask for: demand -> how many ask for it.
-   * Undefined without one.
-   */
-  demands: Map<number, number> | undefined;
+  /** How a message wakes several of the waiters asleep; undefined: it wakes the head. */
+  readonly wakeBy: WakeBy | undefined;
+}
+
+/** A channel's wake policy and what it reads: the local waiters' demands. @internal */
+export interface WakeBy {
+  readonly policy: WakePolicy;
+  /** The local waiters by what they ask for: demand -> how many ask for it. */
+  readonly demands: Map<number, number>;
 }
 
 /**
