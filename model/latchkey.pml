@@ -18,6 +18,13 @@
  *   MAXD              subscriber disconnects (default 1)
  *   MAXG              callers giving up (abort or deadline) while waiting (default 1)
  *   RENEW_AT          the watchdog renews once validUntil - now < RENEW_AT (default L)
+ *   FOREIGN           a fourth client F of Redisson's own protocol waits on the lock too: it
+ *                     listens on the unlock channel, takes a free lock by Redisson's script
+ *                     (blind to latchkey's queue and reservation) and releases it by
+ *                     Redisson's (DEL + PUBLISH 0); KF rounds of it (default 2)
+ *   FH                hand-overs to latchkey's queue in a row while F listens (default 2, as
+ *                     FOREIGN_HANDOVERS in include/foreign-waiters.lua)
+ *   NO_FOREIGN_TURN   the old release: it hands over whoever else listens (a defect, with FOREIGN)
  *   NO_MUTEX, NO_BACKED, NO_STUCK, NO_WAKEUP   leave one property out
  */
 
@@ -47,6 +54,19 @@
 #ifndef MAXG
 #define MAXG 1
 #endif
+#ifndef KF
+#define KF 2
+#endif
+#ifndef FH
+#define FH 2
+#endif
+#define FID    3          /* F's owner field */
+#ifdef NO_FOREIGN_TURN
+#define FTURN 0
+#else
+#define FTURN (fst == FWAIT && fcnt >= FH)   /* the next free is F's */
+#endif
+#define RESV   2          /* ticks a free left to F is reserved (FOREIGN_RESERVE_MS) */
 
 #define HALF   (L / 2)
 #ifndef RENEW_AT
@@ -159,6 +179,19 @@ Cl cl[NC];
 /* fault budgets used */
 byte nf, nd, ng;
 
+/* The foreign client F (FOREIGN) and what the scripts keep about it (the foreign key) */
+#define FIDLE 0   /* not waiting */
+#define FWAIT 1   /* subscribed to the unlock channel, waiting: PUBSUB NUMSUB counts it */
+#define FHOLD 2   /* holding (unsubscribed, as Redisson does once it has the lock) */
+#define FDONE 3
+byte fst;                 /* F's phase */
+byte fr;                  /* F's rounds done */
+bit fwk;                  /* an unread unlock message `0` for F */
+byte fcnt;                /* foreign key: hand-overs in a row while F listened */
+byte resv;                /* foreign key: ticks the free left to F stays reserved; 0 none */
+/* ghost: hand-overs to latchkey since F last heard the lock announced free while it waited */
+byte fpass;
+
 /* ghost: ticks the owner has been an orphan, NEVER when it is not one */
 byte orphanAge = NEVER;
 
@@ -167,7 +200,7 @@ hidden byte ent, tkn, res, idx;
 hidden byte rpl, rpt;          /* the reply of the request being executed */
 hidden byte removed, found;
 /* property names, for the assertion messages */
-hidden byte mutual_exclusion, hold_backed_by_redis, no_stuck_lock, no_lost_wakeup;
+hidden byte mutual_exclusion, hold_backed_by_redis, no_stuck_lock, no_lost_wakeup, foreign_bounded;
 hidden byte queue_bound, token_bound, grant_buffer_bound;
 
 /* ---------------------------------------------------------------- properties */
@@ -186,7 +219,7 @@ hidden byte queue_bound, token_bound, grant_buffer_bound;
 
 inline ghost() {
   if
-  :: owner != NB && ORPHAN(owner) ->
+  :: owner != NB && owner != FID && ORPHAN(owner) ->
      if
      :: orphanAge == NEVER -> orphanAge = 0
      :: else
@@ -235,6 +268,7 @@ inline gbpush(c, x) {
 
 /* PUBLISH unlock-channel 0: reaches the connected clients; only a waiting one cares */
 inline publishUnlock() {
+  if :: fst == FWAIT -> fwk = true; fpass = 0 :: else fi;
   idx = 0;
   do
   :: idx < NC ->
@@ -258,14 +292,27 @@ inline handOver() {
   :: qlen > 0 ->
      ent = q[0]; q[0] = q[1]; q[1] = q[2]; q[2] = 0; qlen--;
      if
-     :: cl[ent >> 3].conn ->            /* PUBSUB NUMSUB grant channel > 0: PUBLISH */
+     :: cl[ent >> 3].conn && FTURN ->
+        /* F listens (NUMSUB of the channel > of its presence twin) and had FH hand-overs go
+           past it: the free is F's; the entry goes back to the head of the queue */
+        q[2] = q[1]; q[1] = q[0]; q[0] = ent; qlen++;
+        resv = RESV; fcnt = 0;
+        printf("@ t=%d Redis: free left to F, reserved; %c stays first\n", clk, NAME(ent >> 3));
+        break
+     :: cl[ent >> 3].conn && !FTURN ->   /* NUMSUB grant channel > 0: PUBLISH */
+        if
+        :: fst == FWAIT ->
+           fcnt++; fpass++;
+           if :: fpass > FH -> foreign_bounded = false; assert(foreign_bounded) :: else fi
+        :: else
+        fi;
         gbpush(ent >> 3, ent & 7);
         owner = ent >> 3;
         ttl = L;
         found = true;
         printf("@ t=%d Redis: hand-over to %c (grant, token %d)\n", clk, NAME(owner), ent & 7);
         break
-     :: else ->                    /* nobody heard it: entry dropped */
+     :: !cl[ent >> 3].conn ->      /* nobody heard it: entry dropped */
         printf("@ t=%d Redis: hand-over skips %c (subscriber away)\n", clk, NAME(ent >> 3))
      fi
   od;
@@ -286,7 +333,8 @@ inline acquireScript(c, waiter, queuedAs, record, rep, pt) {
      ttl = L;
      if :: queuedAs != 0 -> qrem(E(c, queuedAs)) :: else fi;
      rep = TAKEN
-  :: owner != NB && owner != c ->                    /* held by another */
+  :: (owner != NB && owner != c) || (owner == NB && resv > 0 && fst == FWAIT) ->
+                                                     /* held by another, or left to F */
 #ifdef STALE_GRANT_BUG
      if                                              /* old: queuedAs trusted */
      :: waiter == 0 -> rep = HELD0                   /* no waiter given */
@@ -300,8 +348,8 @@ inline acquireScript(c, waiter, queuedAs, record, rep, pt) {
      :: else -> qpush(E(c, waiter)); rep = HELD1
      fi;
 #endif
-     pt = ttl
-  :: owner == NB ->                                  /* free */
+     pt = (owner == NB -> resv : ttl)
+  :: owner == NB && !(resv > 0 && fst == FWAIT) ->   /* free */
      if
      :: record -> rep = CANCELLED                    /* request key exists */
      :: else ->
@@ -733,6 +781,32 @@ end:
   od
 }
 
+/* F, a client of Redisson's RLock protocol: it subscribes, tries (RedissonLock.tryLockInnerAsync:
+   take the lock if no one holds it), and tries again on each `0` it hears or when the holder's
+   lease runs out; once it has the lock it unsubscribes, and it releases by Redisson's script.
+   It may stall for any time, like every process. */
+proctype Foreign() {
+end:
+  do
+  :: d_step { fst == FIDLE && fr < KF -> fst = FWAIT; fwk = false; fpass = 0;
+       printf("@ t=%d F: subscribes and waits\n", clk) }
+  :: d_step { fst == FWAIT && (fwk || owner == NB) ->
+       fwk = false;
+       if
+       :: owner == NB -> owner = FID; ttl = L; fst = FHOLD; fpass = 0;
+          printf("@ t=%d F: takes the lock (Redisson's script)\n", clk)
+       :: else -> printf("@ t=%d F: tries, held\n", clk)
+       fi;
+       ghost() }
+  :: d_step { fst == FHOLD ->
+       owner = NB; ttl = 0; fr++;
+       fst = (fr < KF -> FIDLE : FDONE);
+       printf("@ t=%d F: releases (DEL + PUBLISH 0)\n", clk);
+       publishUnlock();
+       ghost() }
+  od
+}
+
 /* Time passes; any process may lag behind it (stall). Expiry is lazy in Redis; doing it
    here at once changes nothing any script or property can see. */
 active proctype Clock() {
@@ -740,8 +814,10 @@ end:
   do
   :: d_step {
        clk++;
+       if :: resv > 0 -> resv-- :: else fi;   /* the reservation's PX */
        if                                   /* lazy expiry: gone when now >= expireAt */
-       :: owner != NB ->
+       :: owner == FID                      /* F's watchdog renews it while F holds */
+       :: owner != NB && owner != FID ->
           ttl--;
           if
           :: ttl == 0 ->
@@ -784,6 +860,9 @@ end:
 #ifndef NO_WAKEUP
   :: d_step { !(WAKE(0) && WAKE(1) && WAKE(2)) -> no_lost_wakeup = false; assert(no_lost_wakeup) }
 #endif
+#ifdef FOREIGN
+  :: d_step { fst == FHOLD && owner != FID -> mutual_exclusion = false; assert(mutual_exclusion) }
+#endif
   od
 }
 
@@ -791,6 +870,11 @@ init {
   atomic {
     cl[0].conn = 1; cl[1].conn = 1; cl[2].conn = 1;
     run Client(2); run Client(1); run Client(0);
-    run Net(0); run Net(1); run Net(2)
+    run Net(0); run Net(1); run Net(2);
+#ifdef FOREIGN
+    run Foreign();
+#else
+    fst = FDONE;
+#endif
   }
 }

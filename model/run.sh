@@ -44,6 +44,8 @@ CI_CHECKS=(
   "subscriber-drops|pass|-DMAXF=0 -DMAXD=1 -DMAXG=0|-O1|-w23"
   "defect-stale-grant|fail:mutual_exclusion|-DSTALE_GRANT_BUG -DMAXF=0 -DMAXD=0 -DMAXG=0 -DNO_BACKED -DNO_STUCK -DNO_WAKEUP|-O0|-w20"
   "defect-stale-withdraw|fail:hold_backed_by_redis|-DSTALE_WITHDRAW_BUG -DKB=2 -DMAXF=0 -DMAXD=0 -DMAXG=1|-O0|-w20"
+  "foreign-waiter|pass|-DFOREIGN -DFH=1 -DKF=1 -DMAXF=0 -DMAXD=0 -DMAXG=0|-O1|-w23"
+  "defect-no-foreign-turn|fail:foreign_bounded|-DFOREIGN -DFH=1 -DNO_FOREIGN_TURN -DMAXF=0 -DMAXD=0 -DMAXG=0 -DNO_BACKED -DNO_STUCK -DNO_WAKEUP|-O0|-w20"
 )
 # The fair lock (fair-lock.pml). The defect demos break one protocol step each; the findings
 # are behaviours of the scripts as they are, shown as a property that fails (see README.md).
@@ -67,6 +69,7 @@ FAIR_FULL_CHECKS=(
 )
 # Largest first, so that two at a time end at about the same time.
 FULL_CHECKS=(
+  "foreign-waiter-2|pass|-DFOREIGN -DMAXF=0 -DMAXD=0 -DMAXG=0|-O1|-w24"
   "gives-up-and-faults|pass|-DKB=2 -DMAXF=1 -DMAXD=0 -DMAXG=1||-w26"
   "all-faults|pass|-DMAXF=1 -DMAXD=1 -DMAXG=1||-w25"
   "two-each-drops|pass|-DKA=2 -DKB=2 -DMAXF=0 -DMAXD=1 -DMAXG=0 -DWAITERS=3||-w25"

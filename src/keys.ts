@@ -9,6 +9,7 @@
 
 const REQUEST_PREFIX = 'latchkey_request';
 const QUEUE_PREFIX = 'latchkey_queue';
+const FOREIGN_PREFIX = 'latchkey_foreign';
 const TOKEN_PREFIX = 'redisson_lock_token';
 const FAIR_QUEUE_PREFIX = 'redisson_lock_queue';
 const FAIR_TIMEOUT_PREFIX = 'redisson_lock_timeout';
@@ -66,6 +67,24 @@ export function requestKey(key: string, requestId: string): string {
  */
 export function waitQueueKey(key: string): string {
   return withSlotOf(QUEUE_PREFIX, key);
+}
+
+/**
+ * Beside a lock with a wait queue: how many hand-overs in a row went to the queue while waiters
+ * of Redisson's own protocol listened on the lock's channel, or, for a moment, that a free was
+ * left to them (lua-scripts/include/foreign-waiters.lua).
+ */
+export function foreignKey(key: string): string {
+  return withSlotOf(FOREIGN_PREFIX, key);
+}
+
+/**
+ * A channel's presence twin: every latchkey client that listens on `channel` for a lock with a
+ * wait queue listens here too (first in, last out), so a script can tell from the two PUBSUB
+ * NUMSUB counts whether anyone else listens. Nothing is published on it.
+ */
+export function presenceChannel(channel: string): string {
+  return `latchkey_present:${channel}`;
 }
 
 /**
@@ -184,14 +203,20 @@ export function hasHashTag(key: string): boolean {
 
 /**
  * Whether `key` is one of the keys latchkey keeps beside a lock (a request record, a wait queue,
- * a fencing-token counter, a fair lock's queue and timeouts, waiting writers, a reader's or a
+ * its foreign key, a fencing-token counter, a fair lock's queue and timeouts, waiting writers, a reader's or a
  * permit semaphore's lease keys) rather than a lock itself, so a scan for locks can skip it.
  */
 export function isCompanionKey(key: string): boolean {
   return (
-    [REQUEST_PREFIX, QUEUE_PREFIX, TOKEN_PREFIX, FAIR_QUEUE_PREFIX, FAIR_TIMEOUT_PREFIX, WRITERS_PREFIX].some(
-      (prefix) => key.startsWith(`${prefix}:`),
-    ) ||
+    [
+      REQUEST_PREFIX,
+      QUEUE_PREFIX,
+      FOREIGN_PREFIX,
+      TOKEN_PREFIX,
+      FAIR_QUEUE_PREFIX,
+      FAIR_TIMEOUT_PREFIX,
+      WRITERS_PREFIX,
+    ].some((prefix) => key.startsWith(`${prefix}:`)) ||
     /:rwlock_timeout:\d+$/.test(key) ||
     (key.startsWith('{') && key.endsWith('}:timeout'))
   );

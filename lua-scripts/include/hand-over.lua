@@ -8,12 +8,16 @@
 -- way, at most 64 per call so one release stays short; past that the lock is announced free and
 -- the entries left behind are dropped by later releases (their clients re-check on their own).
 -- With no live waiter, the unlock message `0` goes out on the lock's channel.
+-- Waiters of Redisson's own protocol get their turn: see foreign-waiters.lua.
+-- @include foreign-waiters
+
+-- `foreignKey` is the lock's foreign key (foreign-waiters.lua).
 -- `owner` is the field of the holder giving the lock up, whose count is down to 1; nil when the
 -- lock key is gone already. The new owner's field goes in before the old one goes out, so the
 -- key is kept rather than deleted and made again. `mint` is nil, or a function that returns a
 -- fencing token for the new holder: the grant message is then `<ticket> <token>`. Returns 1
 -- when the lock was handed over, 0 when announced.
-local function handOver(lockKey, queueKey, channel, owner, mint)
+local function handOver(lockKey, queueKey, foreignKey, channel, owner, mint)
   for _ = 1, 64 do
     local entry = redis.call('lpop', queueKey)
     if not entry then
@@ -25,6 +29,12 @@ local function handOver(lockKey, queueKey, channel, owner, mint)
     -- refusal is a table too ({ err = ... }), without a count.
     local counted = ticket ~= nil and redis.pcall('pubsub', 'numsub', grantChannel)
     if type(counted) == 'table' and type(counted[2]) == 'number' and counted[2] > 0 then
+      local turn, handed = foreignTurn(foreignKey, channel)
+      if turn then
+        -- The waiter keeps its place, first in line once the foreign listeners had their turn.
+        redis.call('lpush', queueKey, entry)
+        break
+      end
       local message = ticket
       if mint ~= nil then
         message = ticket .. ' ' .. mint()
@@ -38,6 +48,9 @@ local function handOver(lockKey, queueKey, channel, owner, mint)
           redis.call('hdel', lockKey, owner)
         end
         redis.call('pexpire', lockKey, lease)
+        if handed ~= nil then
+          countHandOver(foreignKey, handed)
+        end
         return 1
       end
     end

@@ -2,7 +2,8 @@
 -- The contract is lock/acquire.lua's, with the script's keys and arguments as parameters (`expected` a number,
 -- `retry` a boolean), except that taking the lock returns true, so each kind adds its own reply.
 -- @include refuse-on-replica
-local function acquireHold(lockKey, requestKey, queueKey, lease, owner, expected, waiter, queuedAs, queueTtl, retry)
+-- @include foreign-waiters
+local function acquireHold(lockKey, requestKey, queueKey, foreignKey, lease, owner, expected, waiter, queuedAs, queueTtl, retry)
   -- The owner holds the lock now: it waits no longer. An earlier copy of this call may have
   -- queued `waiter` before the lock came free.
   local function dequeue()
@@ -32,6 +33,11 @@ local function acquireHold(lockKey, requestKey, queueKey, lease, owner, expected
     -- From reads alone: on a replica, ask the master instead.
     refuseOnReplica(lockKey)
     return -4
+  end
+  -- A free lock left to waiters of Redisson's protocol (foreign-waiters.lua) is busy for latchkey
+  -- until one of them took it, or the reservation ran out.
+  if held == 0 and pttl == -2 then
+    pttl = reservedForeign(foreignKey) or -2
   end
   if held == 0 and pttl ~= -2 then
     if waiter == '' then

@@ -6,13 +6,13 @@
 
 -- After a field was deleted: an emptied hash is deleted by Redis itself, and the lock is then
 -- free for the next waiter.
-local function afterDrop(lockKey, queueKey, channel, mint)
+local function afterDrop(lockKey, queueKey, foreignKey, channel, mint)
   if redis.call('exists', lockKey) == 0 then
-    handOver(lockKey, queueKey, channel, nil, mint)
+    handOver(lockKey, queueKey, foreignKey, channel, nil, mint)
   end
 end
 
-local function withdrawWaiter(lockKey, queueKey, channel, owner, waiter, handed, mint)
+local function withdrawWaiter(lockKey, queueKey, foreignKey, channel, owner, waiter, handed, mint)
   if redis.call('lrem', queueKey, '1', waiter) == 1 or not handed then
     return 0
   end
@@ -20,21 +20,21 @@ local function withdrawWaiter(lockKey, queueKey, channel, owner, waiter, handed,
     return 0
   end
   redis.call('hdel', lockKey, owner)
-  afterDrop(lockKey, queueKey, channel, mint)
+  afterDrop(lockKey, queueKey, foreignKey, channel, mint)
   return 1
 end
 
-local function abandonHold(lockKey, queueKey, channel, owner, mint)
+local function abandonHold(lockKey, queueKey, foreignKey, channel, owner, mint)
   if redis.call('hdel', lockKey, owner) == 0 then
     return 0
   end
-  afterDrop(lockKey, queueKey, channel, mint)
+  afterDrop(lockKey, queueKey, foreignKey, channel, mint)
   return 1
 end
 
-local function forceRelease(lockKey, queueKey, channel, mint)
+local function forceRelease(lockKey, queueKey, foreignKey, channel, mint)
   if redis.call('del', lockKey) == 1 then
-    handOver(lockKey, queueKey, channel, nil, mint)
+    handOver(lockKey, queueKey, foreignKey, channel, nil, mint)
     return 1
   end
   return 0

@@ -5,7 +5,7 @@
 -- @include refuse-on-replica
 
 -- The owner's last hold hands the lock on; an earlier one only counts down.
-local function dropOneHold(lockKey, queueKey, channel, owner, held, lease, mint)
+local function dropOneHold(lockKey, queueKey, foreignKey, channel, owner, held, lease, mint)
   if held > 1 then
     redis.call('hincrby', lockKey, owner, '-1')
     if lease ~= nil then
@@ -13,14 +13,14 @@ local function dropOneHold(lockKey, queueKey, channel, owner, held, lease, mint)
     end
     return 0
   end
-  handOver(lockKey, queueKey, channel, owner, mint)
+  handOver(lockKey, queueKey, foreignKey, channel, owner, mint)
   return 1
 end
 
-local function releaseHold(lockKey, queueKey, channel, lease, owner, expected, mint)
+local function releaseHold(lockKey, queueKey, foreignKey, channel, lease, owner, expected, mint)
   local held = tonumber(redis.call('hget', lockKey, owner)) or 0
   if held == expected and held > 0 then
-    return dropOneHold(lockKey, queueKey, channel, owner, held, lease, mint)
+    return dropOneHold(lockKey, queueKey, foreignKey, channel, owner, held, lease, mint)
   end
   -- Every other answer comes from reads alone.
   refuseOnReplica(lockKey)
@@ -34,7 +34,7 @@ local function releaseHold(lockKey, queueKey, channel, lease, owner, expected, m
   return -4
 end
 
-local function cancelAcquire(lockKey, requestKey, queueKey, channel, owner, expected, requestTtl, waiter, queuedAs, mint)
+local function cancelAcquire(lockKey, requestKey, queueKey, foreignKey, channel, owner, expected, requestTtl, waiter, queuedAs, mint)
   redis.call('set', requestKey, '1', 'px', requestTtl)
   for _, entry in ipairs({ waiter, queuedAs }) do
     if entry ~= '' then
@@ -45,6 +45,6 @@ local function cancelAcquire(lockKey, requestKey, queueKey, channel, owner, expe
   if held ~= expected + 1 then
     return 0
   end
-  dropOneHold(lockKey, queueKey, channel, owner, held, nil, mint)
+  dropOneHold(lockKey, queueKey, foreignKey, channel, owner, held, nil, mint)
   return 1
 end

@@ -2,6 +2,8 @@
 -- KEYS[1] lock key: hash of owner field -> hold count; its PTTL is the lease
 -- KEYS[2] request key: exists only when cancel-acquire.lua gave this request up
 -- KEYS[3] wait queue: list of waiters in arrival order (see include/hand-over.lua)
+-- KEYS[4] foreign key: `latchkey_foreign:{<lock key>}`, hand-overs in a row while waiters of
+--   Redisson's protocol listen, or a free left to them (see include/foreign-waiters.lua)
 -- ARGV[1] lease: lease to set on the lock key, in milliseconds (integer > 0)
 -- ARGV[2] owner: hash field of the owner, `<clientId>:<ownerId>`
 -- ARGV[3] expected: hold count the caller believes the owner has before this call (integer >= 0)
@@ -28,6 +30,7 @@
 local lockKey = KEYS[1]
 local requestKey = KEYS[2]
 local queueKey = KEYS[3]
+local foreignKey = KEYS[4]
 -- Numbers handed on to Redis stay the caller's text: Redis would format Lua numbers with sprintf.
 local lease = ARGV[1]
 local owner = ARGV[2]
@@ -39,7 +42,7 @@ local retry = ARGV[7] == '1'
 
 -- @include reentrant-acquire
 
-local reply = acquireHold(lockKey, requestKey, queueKey, lease, owner, expected, waiter, queuedAs, queueTtl, retry)
+local reply = acquireHold(lockKey, requestKey, queueKey, foreignKey, lease, owner, expected, waiter, queuedAs, queueTtl, retry)
 if reply == true then
   return nil
 end

@@ -2,6 +2,8 @@
 -- KEYS[1] lock key
 -- KEYS[2] request key of the acquire request being given up
 -- KEYS[3] wait queue: list of waiters in arrival order (see include/hand-over.lua)
+-- KEYS[4] foreign key: `latchkey_foreign:{<lock key>}`, hand-overs in a row while waiters of
+--   Redisson's protocol listen, or a free left to them (see include/foreign-waiters.lua)
 -- ARGV[1] unlock channel: `redisson_lock__channel:{<lock key>}`
 -- ARGV[2] owner: hash field of the owner that sent the request
 -- ARGV[3] expected: the `expected` the request carried (hold count before it, integer >= 0)
@@ -12,6 +14,7 @@
 local lockKey = KEYS[1]
 local requestKey = KEYS[2]
 local queueKey = KEYS[3]
+local foreignKey = KEYS[4]
 local channel = ARGV[1]
 local owner = ARGV[2]
 local expected = tonumber(ARGV[3])
@@ -21,4 +24,4 @@ local queuedAs = ARGV[6]
 
 -- @include reentrant-release
 
-return cancelAcquire(lockKey, requestKey, queueKey, channel, owner, expected, requestTtl, waiter, queuedAs, nil)
+return cancelAcquire(lockKey, requestKey, queueKey, foreignKey, channel, owner, expected, requestTtl, waiter, queuedAs, nil)

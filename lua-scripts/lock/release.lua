@@ -1,6 +1,8 @@
 -- Releases one hold of a reentrant lock; the last hold frees the lock for the next waiter.
 -- KEYS[1] lock key: hash of owner field -> hold count
 -- KEYS[2] wait queue: list of waiters in arrival order (see include/hand-over.lua)
+-- KEYS[3] foreign key: `latchkey_foreign:{<lock key>}`, hand-overs in a row while waiters of
+--   Redisson's protocol listen, or a free left to them (see include/foreign-waiters.lua)
 -- ARGV[1] unlock channel: `redisson_lock__channel:{<lock key>}`
 -- ARGV[2] lease: lease to set on the lock key when holds remain, in milliseconds (integer > 0)
 -- ARGV[3] owner: hash field of the owner, `<clientId>:<ownerId>`
@@ -16,6 +18,7 @@
 -- so a client that reached one asks again rather than hear of its hold from a stale node.
 local lockKey = KEYS[1]
 local queueKey = KEYS[2]
+local foreignKey = KEYS[3]
 local channel = ARGV[1]
 -- Handed on to Redis as the caller's text: Redis would format a Lua number with sprintf.
 local lease = ARGV[2]
@@ -24,4 +27,4 @@ local expected = tonumber(ARGV[4])
 
 -- @include reentrant-release
 
-return releaseHold(lockKey, queueKey, channel, lease, owner, expected, nil)
+return releaseHold(lockKey, queueKey, foreignKey, channel, lease, owner, expected, nil)

@@ -1,6 +1,8 @@
 -- Takes a waiter that gave up out of the wait queue, passing the lock on if it was handed to it.
 -- KEYS[1] lock key
 -- KEYS[2] wait queue: list of waiters in arrival order (see include/hand-over.lua)
+-- KEYS[3] foreign key: `latchkey_foreign:{<lock key>}`, hand-overs in a row while waiters of
+--   Redisson's protocol listen, or a free left to them (see include/foreign-waiters.lua)
 -- ARGV[1] unlock channel: `redisson_lock__channel:{<lock key>}`
 -- ARGV[2] owner: hash field of the waiter's owner
 -- ARGV[3] waiter: the waiter's queue entry
@@ -9,6 +11,7 @@
 --   is now passed on to the next waiter (or announced free).
 local lockKey = KEYS[1]
 local queueKey = KEYS[2]
+local foreignKey = KEYS[3]
 local channel = ARGV[1]
 local owner = ARGV[2]
 local waiter = ARGV[3]
@@ -16,4 +19,4 @@ local handed = ARGV[4] == '1'
 
 -- @include reentrant-drop
 
-return withdrawWaiter(lockKey, queueKey, channel, owner, waiter, handed, nil)
+return withdrawWaiter(lockKey, queueKey, foreignKey, channel, owner, waiter, handed, nil)

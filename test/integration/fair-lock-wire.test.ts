@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Lease } from '../../src/index.js';
+import { fairHeartbeatsOf, fairQueueOf, fairTimeoutsOf } from '../support/keys.js';
 import type { Redis } from '../support/resources.js';
 import { sharedSuite } from '../support/shared-suite.js';
 import { sleep, waitUntil } from '../support/wait.js';
@@ -133,9 +134,7 @@ const REDISSON_THREAD_WAIT_MS = 5_000;
 /** `lock()`: Redisson's threadWaitTime is its `fairLockWaitTimeout`, 5 minutes by default. */
 const REDISSON_DEFAULT_THREAD_WAIT_MS = 300_000;
 
-/** Redisson's names, spelt out here rather than taken from src/keys.ts. */
-const queueOf = (key: string): string => `redisson_lock_queue:{${key}}`;
-const timeoutsOf = (key: string): string => `redisson_lock_timeout:{${key}}`;
+/** Redisson's names, spelt out here (and in test/support/keys.ts) rather than taken from src/keys.ts. */
 const channelOf = (key: string): string => `redisson_lock__channel:{${key}}`;
 
 /** Redis's clock, in ms since the epoch. */
@@ -162,8 +161,8 @@ class RedissonThread {
       REDISSON_FAIR_TRY_LOCK,
       '3',
       this.key,
-      queueOf(this.key),
-      timeoutsOf(this.key),
+      fairQueueOf(this.key),
+      fairTimeoutsOf(this.key),
       String(REDISSON_LEASE_MS),
       this.field,
       String(this.threadWaitMs),
@@ -178,8 +177,8 @@ class RedissonThread {
       REDISSON_FAIR_UNLOCK,
       '4',
       this.key,
-      queueOf(this.key),
-      timeoutsOf(this.key),
+      fairQueueOf(this.key),
+      fairTimeoutsOf(this.key),
       channelOf(this.key),
       '0',
       String(REDISSON_LEASE_MS),
@@ -193,8 +192,8 @@ class RedissonThread {
       'EVAL',
       REDISSON_FAIR_ACQUIRE_FAILED,
       '2',
-      queueOf(this.key),
-      timeoutsOf(this.key),
+      fairQueueOf(this.key),
+      fairTimeoutsOf(this.key),
       this.field,
       String(this.threadWaitMs),
     ]);
@@ -217,7 +216,7 @@ describe('wire compatibility with Redisson RFairLock', () => {
     const java = await res.connect();
     const thread = new RedissonThread(java, lock.key);
     await thread.listen(await res.connect());
-    const queueLength = async (): Promise<number> => suite.admin.lLen(queueOf(lock.key));
+    const queueLength = async (): Promise<number> => suite.admin.lLen(fairQueueOf(lock.key));
     return { lock, thread, queueLength };
   }
 
@@ -228,7 +227,7 @@ describe('wire compatibility with Redisson RFairLock', () => {
     expect(await lock.tryAcquire()).toBeNull();
     const waiting = lock.acquire({ waitMs: 15_000 });
     await waitUntil('latchkey queued in Redisson’s line', async () => (await queueLength()) === 1);
-    const [latchkeyField] = await suite.admin.lRange(queueOf(lock.key), 0, 0);
+    const [latchkeyField] = await suite.admin.lRange(fairQueueOf(lock.key), 0, 0);
     // Redisson's reentry still works beside a latchkey waiter.
     expect(await thread.tryLock()).toBeNull();
     expect(await thread.unlock()).toBe(0);
@@ -242,7 +241,7 @@ describe('wire compatibility with Redisson RFairLock', () => {
     expect(await thread.tryLock()).toBeGreaterThan(0);
     await lease.release();
     await thread.acquireFailed();
-    expect(await suite.admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+    expect(await suite.admin.exists([lock.key, fairQueueOf(lock.key), fairTimeoutsOf(lock.key)])).toBe(0);
   });
 
   it('wakes a queued Redisson waiter on its own channel when latchkey releases, and it takes the lock', async () => {
@@ -261,7 +260,7 @@ describe('wire compatibility with Redisson RFairLock', () => {
     expect(await thread.tryLock()).toBeNull();
     expect(await lock.tryAcquire()).toBeNull();
     expect(await thread.unlock()).toBe(1);
-    expect(await suite.admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+    expect(await suite.admin.exists([lock.key, fairQueueOf(lock.key), fairTimeoutsOf(lock.key)])).toBe(0);
   });
 
   it('shares one line in arrival order: latchkey holder, Redisson waiter, then latchkey waiter', async () => {
@@ -289,7 +288,7 @@ describe('wire compatibility with Redisson RFairLock', () => {
     const lease = await behindServed;
     expect(served).toEqual(['redisson', 'latchkey']);
     await lease.release();
-    expect(await suite.admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+    expect(await suite.admin.exists([lock.key, fairQueueOf(lock.key), fairTimeoutsOf(lock.key)])).toBe(0);
   });
 
   it('serves a latchkey waiter within a heartbeat when a Redisson head gives up without a word', async () => {
@@ -306,7 +305,7 @@ describe('wire compatibility with Redisson RFairLock', () => {
     const lease = await behind;
     expect(performance.now() - gaveUpAt).toBeLessThan(1_000 + 1_000);
     await lease.release();
-    expect(await suite.admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+    expect(await suite.admin.exists([lock.key, fairQueueOf(lock.key), fairTimeoutsOf(lock.key)])).toBe(0);
   });
 
   it('keeps one line in arrival order with default settings on both sides: Redisson lock() and latchkey waiters alternate', async () => {
@@ -321,7 +320,7 @@ describe('wire compatibility with Redisson RFairLock', () => {
     const java2 = new RedissonThread(await res.connect(), key, REDISSON_DEFAULT_THREAD_WAIT_MS);
     await java1.listen(await res.connect());
     await java2.listen(await res.connect());
-    const queueLength = async (): Promise<number> => suite.admin.lLen(queueOf(key));
+    const queueLength = async (): Promise<number> => suite.admin.lLen(fairQueueOf(key));
     const served: string[] = [];
     const serve = (who: string) => (lease: Lease) => {
       served.push(who);
@@ -335,7 +334,7 @@ describe('wire compatibility with Redisson RFairLock', () => {
     expect(await java2.tryLock()).toBeGreaterThan(0);
     const secondServed = second.acquire({ waitMs: 60_000 }).then(serve('latchkey 2'));
     await waitUntil('latchkey 2 queued last', async () => (await queueLength()) === 4);
-    const line = await suite.admin.lRange(queueOf(key), 0, -1);
+    const line = await suite.admin.lRange(fairQueueOf(key), 0, -1);
     expect([line[0], line[2]]).toEqual([java1.field, java2.field]);
 
     // Redisson 1 is woken and takes the lock, which moves every deadline 5 minutes earlier; it
@@ -366,7 +365,7 @@ describe('wire compatibility with Redisson RFairLock', () => {
     await (await secondServed).release();
     expect(served).toEqual(['redisson 1', 'latchkey 1', 'redisson 2', 'latchkey 2']);
     expect(
-      await suite.admin.exists([key, queueOf(key), timeoutsOf(key), `{${key}}:latchkey_heartbeats`]),
+      await suite.admin.exists([key, fairQueueOf(key), fairTimeoutsOf(key), fairHeartbeatsOf(key)]),
     ).toBe(0);
   });
 
@@ -385,12 +384,12 @@ describe('wire compatibility with Redisson RFairLock', () => {
     await worker.next((msg) => msg.type === 'ready', 20_000);
     const java = new RedissonThread(await res.connect(), key, REDISSON_DEFAULT_THREAD_WAIT_MS);
     await java.listen(await res.connect());
-    const queueLength = async (): Promise<number> => suite.admin.lLen(queueOf(key));
+    const queueLength = async (): Promise<number> => suite.admin.lLen(fairQueueOf(key));
 
     const held = await lock.acquire();
     worker.send({ type: 'acquire', id: 'dead', holdMs: 60_000 });
     await waitUntil('the worker heads the line', async () => (await queueLength()) === 1);
-    const [deadField] = await suite.admin.lRange(queueOf(key), 0, 0);
+    const [deadField] = await suite.admin.lRange(fairQueueOf(key), 0, 0);
     if (deadField === undefined) throw new Error('nobody queued');
     expect(await java.tryLock()).toBeGreaterThan(0);
     const behind = lock.acquire({ waitMs: 20_000 });
@@ -401,7 +400,7 @@ describe('wire compatibility with Redisson RFairLock', () => {
     const killedAt = performance.now();
     // The dead head's deadline in RFairLock's arithmetic: a wait step beyond the lock's expiry.
     const [deadline, redisNow] = await Promise.all([
-      suite.admin.zScore(timeoutsOf(key), deadField),
+      suite.admin.zScore(fairTimeoutsOf(key), deadField),
       redisNowMsOf(suite.admin),
     ]);
     expect(Number(deadline) - redisNow).toBeGreaterThan(REDISSON_DEFAULT_THREAD_WAIT_MS - 1_000);
@@ -426,12 +425,12 @@ describe('wire compatibility with Redisson RFairLock', () => {
     expect(taken).toBe(true);
     // The latchkey waiter's heartbeat dropped the dead head; Redisson's next try took the lock.
     expect(javaServedAt - killedAt).toBeLessThan(waiterTimeoutMs + waiterTimeoutMs / 3 + 1_000);
-    expect(await suite.admin.zScore(timeoutsOf(key), deadField)).toBeNull();
+    expect(await suite.admin.zScore(fairTimeoutsOf(key), deadField)).toBeNull();
     // And the line's order holds: Redisson first, then the latchkey waiter behind it.
     expect(await java.unlock()).toBe(1);
     await (await behind).release();
     expect(
-      await suite.admin.exists([key, queueOf(key), timeoutsOf(key), `{${key}}:latchkey_heartbeats`]),
+      await suite.admin.exists([key, fairQueueOf(key), fairTimeoutsOf(key), fairHeartbeatsOf(key)]),
     ).toBe(0);
   });
 });

@@ -2,41 +2,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { LockClient, LockTimeoutError } from '../../src/index.js';
 import { uniquePrefix } from '../support/keys.js';
+import { REDISSON_LEASE_MS, redissonChannel, redissonTryLock, redissonUnlock } from '../support/redisson.js';
 import { sharedRedis } from '../support/redis-server.js';
 import { testResources, type LockConnection, type Redis } from '../support/resources.js';
 import { sleep, waitUntil } from '../support/wait.js';
 
-/** What Redisson's RLock runs to take a lock (RedissonLock.tryLockInnerAsync). */
-const REDISSON_TRY_LOCK = `
-if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1);
-  redis.call('pexpire', KEYS[1], ARGV[1]);
-  return nil;
-end;
-return redis.call('pttl', KEYS[1]);`;
-
-/** What Redisson's RLock runs to release a lock (RedissonLock.unlockInnerAsync). */
-const REDISSON_UNLOCK = `
-if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then
-  return nil;
-end;
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1);
-if (counter > 0) then
-  redis.call('pexpire', KEYS[1], ARGV[2]);
-  return 0;
-else
-  redis.call('del', KEYS[1]);
-  redis.call('publish', KEYS[2], ARGV[1]);
-  return 1;
-end;`;
-
-const REDISSON_LEASE_MS = 30_000;
 const WATCHDOG_TIMEOUT_MS = 2_000;
-
-/** Redisson's unlock channel, spelt out here rather than taken from src/keys.ts. */
-function redissonChannel(key: string): string {
-  return key.includes('{') ? `redisson_lock__channel:${key}` : `redisson_lock__channel:{${key}}`;
-}
 
 describe('wire compatibility with Redisson RLock', () => {
   let url: string;
@@ -66,7 +37,7 @@ describe('wire compatibility with Redisson RLock', () => {
   }
 
   async function javaTryLock(key: string): Promise<unknown> {
-    return java.sendCommand(['EVAL', REDISSON_TRY_LOCK, '1', key, String(REDISSON_LEASE_MS), javaField]);
+    return redissonTryLock(java, key, javaField);
   }
 
   async function subscribe(channel: string): Promise<Array<[string, string]>> {
@@ -198,16 +169,7 @@ describe('wire compatibility with Redisson RLock', () => {
     const acquiring = lock.acquire({ waitMs: 20_000 });
     await waitUntil('latchkey subscribed', async () => (await res.numsub(redissonChannel(lock.key))) === 1);
     const unlockedAt = performance.now();
-    const unlocked = await java.sendCommand([
-      'EVAL',
-      REDISSON_UNLOCK,
-      '2',
-      lock.key,
-      redissonChannel(lock.key),
-      '0',
-      String(REDISSON_LEASE_MS),
-      javaField,
-    ]);
+    const unlocked = await redissonUnlock(java, lock.key, javaField);
     expect(unlocked).toBe(1);
     const next = await acquiring;
     expect(performance.now() - unlockedAt).toBeLessThan(1_000);

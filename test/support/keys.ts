@@ -12,3 +12,18 @@ export function uniquePrefix(label = 'test'): string {
 export function queueOf(key: string): string {
   return `latchkey_queue:{${key}}`;
 }
+
+/** A fair lock's queue of waiting owners, for a key without a hash tag (Redisson's RFairLock layout). */
+export function fairQueueOf(key: string): string {
+  return `redisson_lock_queue:{${key}}`;
+}
+
+/** A fair lock's waiting owners with the deadline of each, for a key without a hash tag (Redisson's). */
+export function fairTimeoutsOf(key: string): string {
+  return `redisson_lock_timeout:{${key}}`;
+}
+
+/** latchkey's own: a fair lock's waiters' heartbeat deadlines, which Redisson does not read. */
+export function fairHeartbeatsOf(key: string): string {
+  return `{${key}}:latchkey_heartbeats`;
+}

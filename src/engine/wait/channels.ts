@@ -1,6 +1,6 @@
 import type { Subscriber } from '../../redis/connection.js';
 import { isUnreachable } from '../reachability.js';
-import { Resubscribing } from './subscriber.js';
+import { listen, Resubscribing, unlisten } from './subscriber.js';
 import { within } from '../timing.js';
 import { IdleChannels } from './linger.js';
 import { WaitTimers } from './wait-timers.js';
@@ -136,6 +136,7 @@ export class Notifications implements ChannelOwner {
         ready: Promise.resolve(),
         generation: 0,
         wakeBy: wakes === undefined ? undefined : { policy: wakes, demands: new Map() },
+        present: grants,
       };
       const subscribed = this.#subscribe(state);
       state.ready = subscribed;
@@ -263,7 +264,7 @@ export class Notifications implements ChannelOwner {
     const current = (): boolean => this.#channels.get(state.name) === state;
     try {
       await this.#resubscribing.run(
-        async () => (await this.#connected()).subscribe(state.name, this.#onMessage),
+        async () => listen(await this.#connected(), state, this.#onMessage),
         () => current() && state.waiters.length > 0,
       );
     } catch (error) {
@@ -278,7 +279,7 @@ export class Notifications implements ChannelOwner {
     const subscriber = this.#subscriber;
     if (subscriber === undefined) return;
     subscriber
-      .then((client) => client.unsubscribe(state.name, this.#onMessage))
+      .then((client) => unlisten(client, state, this.#onMessage))
       .catch((error: unknown) => {
         if (!this.#closed) this.#host.onError(error instanceof Error ? error : new Error(String(error)));
       });

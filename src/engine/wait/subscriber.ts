@@ -1,7 +1,12 @@
 import { ClientClosedError } from '../../errors.js';
-import type { RedisConnection, Subscriber } from '../../redis/connection.js';
+import { presenceChannel } from '../../keys.js';
+import type { MessageListener, RedisConnection, Subscriber } from '../../redis/connection.js';
 import type { Events } from '../events.js';
 import type { Reachability } from '../reachability.js';
+import type { ChannelState } from './waiter.js';
+
+/** The presence twin's listener: nothing is published there. */
+function noop(): void {}
 
 /** What the subscriber connection tells the rest of the engine. @internal */
 export interface SubscriberParts {
@@ -111,4 +116,35 @@ export class Resubscribing {
       this.#pauses.set(timer, resolve);
     });
   }
+}
+
+/**
+ * Subscribes to `state`'s channel; for a lock with a wait queue, to its presence twin first (in
+ * order on the one connection), so this client never listens on the channel without it and
+ * never counts as a foreign listener there (lua-scripts/include/foreign-waiters.lua).
+ * @internal
+ */
+export function listen(
+  subscriber: Subscriber,
+  state: ChannelState,
+  onMessage: MessageListener,
+): Promise<unknown> {
+  if (!state.present) return subscriber.subscribe(state.name, onMessage);
+  return Promise.all([
+    subscriber.subscribe(presenceChannel(state.name), noop),
+    subscriber.subscribe(state.name, onMessage),
+  ]);
+}
+
+/** Unsubscribes from `state`'s channel, and then from its presence twin, for the same reason. @internal */
+export function unlisten(
+  subscriber: Subscriber,
+  state: ChannelState,
+  onMessage: MessageListener,
+): Promise<unknown> {
+  if (!state.present) return subscriber.unsubscribe(state.name, onMessage);
+  return Promise.all([
+    subscriber.unsubscribe(state.name, onMessage),
+    subscriber.unsubscribe(presenceChannel(state.name), noop),
+  ]);
 }

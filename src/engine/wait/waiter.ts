@@ -243,6 +243,11 @@ export interface ChannelState {
   generation: number;
   /** How a message wakes several of the waiters asleep; undefined: it wakes the head. */
   readonly wakeBy: WakeBy | undefined;
+  /**
+   * Whether the channel's presence twin is subscribed with it (a lock with a wait queue), so
+   * that its scripts can tell latchkey's listeners from others (see `presenceChannel`).
+   */
+  readonly present: boolean;
 }
 
 /** A channel's wake policy and what it reads: the local waiters' demands. @internal */
