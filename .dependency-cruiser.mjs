@@ -14,10 +14,11 @@
 
 /**
  * The top of the library: may import anything, imported by nothing in src/ but the CLI. The
- * Redlock client (src/redlock/) is a client of its own beside client.ts: it builds one engine per
- * master and the lock kind on each, so it sits at the top too.
+ * checks of LockClient's arguments (client-options.ts) are part of client.ts. The Redlock client
+ * (src/redlock/) is a client of its own beside client.ts: it builds one engine per master and the
+ * lock kind on each, so it sits at the top too.
  */
-const TOP = '^src/((client|index)\\.ts$|redlock/)';
+const TOP = '^src/((client|client-options|index)\\.ts$|redlock/)';
 /** The operator CLI, above the library. */
 const CLI = '^src/cli/';
 /** The root leaves, which every layer may import. */

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import pRetry from 'p-retry';
 import { ClientClosedError, LockError } from '../errors.js';
-import { isTransient, type ScriptRunner } from '../scripts/runner.js';
+import type { ScriptRunner } from '../scripts/runner.js';
 import { toError } from './events.js';
 import type { Reachability } from './reachability.js';
 import type { Replication } from './replication.js';
-import type { ScriptCall } from './types.js';
+import { readRetried, retryAfter } from './retry.js';
+import type { ScriptCall } from './script-call.js';
 
-/** A write's reply and how many replicas acknowledged it (see {@link Calls.synced}). @internal */
+/** A write's raw reply and how many replicas acknowledged it (see {@link Calls.synced}). @internal */
 export interface Synced {
   readonly reply: unknown;
   readonly acknowledged: number;
@@ -28,11 +28,16 @@ export function redisError(error: unknown, doing: string): unknown {
 
 function noop(): void {}
 
+/** One try of a script call within `timeoutMs`. */
+type TryOnce<T> = (call: ScriptCall, timeoutMs: number) => Promise<T>;
+
 /**
- * How the engine talks to Redis: script calls that are safe to repeat, retried with backoff
- * while that is worth it and never past a deadline; plain read commands; request ids. Every
- * call's failure, and while an outage is suspected every answer, is told to the client's
- * {@link Reachability}.
+ * How the engine talks to Redis: the transport of script calls and plain commands. A script call
+ * goes out once ({@link Calls.once}), or is retried by the policy of `retry.ts` while that is
+ * worth it and never past a deadline ({@link Calls.idempotent}, {@link Calls.synced}); with
+ * `syncReplicas`, a write's wait for replicas goes right behind each try. Replies come back raw:
+ * the caller reads them through the call's own `decode`. Every call's failure, and while an
+ * outage is suspected every answer, is told to the client's {@link Reachability}.
  * @internal
  */
 export class Calls {
@@ -42,8 +47,10 @@ export class Calls {
   readonly #requestPrefix = randomBytes(6).toString('hex');
   #requestCounter = 0;
   /** One try of a script call; made once, as every call on the hot path uses it. */
-  readonly #runOne = (call: ScriptCall, timeoutMs: number): Promise<unknown> =>
+  readonly #runOne: TryOnce<unknown> = (call, timeoutMs) =>
     this.#runner.run(call.script, call.keys, call.args, timeoutMs);
+  /** One try of a write: with the replicas' wait behind it under `syncReplicas`. */
+  readonly #writeOne: TryOnce<Synced>;
   /** How long one call may take, in milliseconds. */
   readonly timeoutMs: number;
   /** `syncReplicas`: writes that grant wait for replicas; undefined when off. */
@@ -61,6 +68,10 @@ export class Calls {
     this.#isClosed = isClosed;
     this.#reach = reach;
     this.replication = replication;
+    this.#writeOne =
+      replication === undefined
+        ? (call, callTimeoutMs) => this.#runOne(call, callTimeoutMs).then(unreplicated)
+        : (call, callTimeoutMs) => this.#syncedOnce(replication, call, callTimeoutMs);
   }
 
   /**
@@ -103,10 +114,13 @@ export class Calls {
     return `${this.#requestPrefix}${this.#requestCounter.toString(36)}`;
   }
 
-  /** One try, no retry, within `timeoutMs`. */
-  once(call: ScriptCall, timeoutMs: number): Promise<unknown> {
-    const sent = this.#runner.run(call.script, call.keys, call.args, timeoutMs);
-    // Its failures are the caller's to retry (through syncedRetry) or report (renewFailed).
+  /**
+   * One try of a write, no retry, within `timeoutMs` (plus the replicas' wait under
+   * `syncReplicas`): its reply and the replicas that acknowledged it (`Infinity` without
+   * `syncReplicas`). Its failures are the caller's, to retry with {@link Calls.retry} or report.
+   */
+  once(call: ScriptCall, timeoutMs: number): Promise<Synced> {
+    const sent = this.#writeOne(call, timeoutMs);
     this.#noticed(sent);
     return sent;
   }
@@ -126,28 +140,6 @@ export class Calls {
   }
 
   /**
-   * What {@link Calls.synced} does once its first try failed with `error`: the caller sent that
-   * try itself, with {@link Calls.onceSynced} (or {@link Calls.once} without `syncReplicas`) and
-   * the command timeout.
-   */
-  syncedRetry(error: unknown, call: ScriptCall, keepTrying: (attempt: number) => boolean): Promise<Synced> {
-    this.#reach.failed(error, undefined, call.keys[0]);
-    const replication = this.replication;
-    const until = Number.POSITIVE_INFINITY;
-    if (replication === undefined) {
-      return this.#retry(error, this.#runOne, call, keepTrying, until, undefined).then(unreplicated);
-    }
-    return this.#retry(
-      error,
-      (one, timeoutMs) => this.#syncedOnce(replication, one, timeoutMs),
-      call,
-      keepTrying,
-      until,
-      undefined,
-    );
-  }
-
-  /**
    * {@link Calls.idempotent} for a write that must reach replicas (`syncReplicas`): each try is
    * the script call with the wait command written right behind it, and resolves with the
    * script's reply and the replicas that acknowledged it. Without `syncReplicas`, the reply and
@@ -159,26 +151,16 @@ export class Calls {
     until = Number.POSITIVE_INFINITY,
     repeat?: () => ScriptCall,
   ): Promise<Synced> {
-    const replication = this.replication;
-    if (replication === undefined) {
-      return this.idempotent(call, keepTrying, until, repeat).then(unreplicated);
-    }
-    return this.#retrying(
-      (one, timeoutMs) => this.#syncedOnce(replication, one, timeoutMs),
-      call,
-      keepTrying,
-      until,
-      repeat,
-    );
+    return this.#retrying(this.#writeOne, call, keepTrying, until, repeat);
   }
 
-  /** {@link Calls.synced} with one try, no retry, within `timeoutMs` (plus the replicas' wait). */
-  onceSynced(call: ScriptCall, timeoutMs: number): Promise<Synced> {
-    const replication = this.replication;
-    if (replication === undefined) {
-      return this.once(call, timeoutMs).then(unreplicated);
-    }
-    return this.#syncedOnce(replication, call, timeoutMs);
+  /**
+   * What {@link Calls.synced} does once its first try failed with `error`, for a caller that
+   * sent that try itself with {@link Calls.once} and the command timeout.
+   */
+  retry(error: unknown, call: ScriptCall, keepTrying: (attempt: number) => boolean): Promise<Synced> {
+    this.#reach.failed(error, undefined, call.keys[0]);
+    return this.#retry(error, this.#writeOne, call, keepTrying, Number.POSITIVE_INFINITY, undefined);
   }
 
   async #syncedOnce(replication: Replication, call: ScriptCall, timeoutMs: number): Promise<Synced> {
@@ -199,7 +181,7 @@ export class Calls {
    * machinery is for the rare failure, not the hot path of every acquire and release.
    */
   #retrying<T>(
-    tryOnce: (call: ScriptCall, timeoutMs: number) => Promise<T>,
+    tryOnce: TryOnce<T>,
     call: ScriptCall,
     keepTrying: (attempt: number) => boolean,
     until: number,
@@ -219,38 +201,23 @@ export class Calls {
     return Math.max(1, Math.min(this.timeoutMs, until - now));
   }
 
-  /** After a first try failed with `error`: tries again with backoff while that is worth it. */
+  /** After a first try failed with `error`: tries again, by the retry policy, while it allows. */
   #retry<T>(
     error: unknown,
-    tryOnce: (call: ScriptCall, timeoutMs: number) => Promise<T>,
+    tryOnce: TryOnce<T>,
     call: ScriptCall,
     keepTrying: (attempt: number) => boolean,
     until: number,
     repeat: (() => ScriptCall) | undefined,
   ): Promise<T> {
-    const retryable = (failure: unknown, attempt: number): boolean =>
-      !this.#isClosed() && isTransient(failure) && performance.now() < until && keepTrying(attempt);
-    if (!retryable(error, 1)) return Promise.reject(error);
-    const retry = repeat?.() ?? call;
-    return pRetry(
-      () => {
-        const sentAt = performance.now();
-        return this.#watched(tryOnce(retry, this.#tryTimeout(until, sentAt)), sentAt, retry.keys[0]);
-      },
-      {
-        // Bounded by keepTrying and until, which every caller sets.
-        retries: Number.POSITIVE_INFINITY,
-        minTimeout: 20,
-        maxTimeout: 1_000,
-        factor: 2,
-        randomize: true,
-        unref: true,
-        maxRetryTime: Number.isFinite(until)
-          ? Math.max(0, until - performance.now())
-          : Number.POSITIVE_INFINITY,
-        shouldRetry: ({ error: failure, attemptNumber }) => retryable(failure, attemptNumber + 1),
-      },
-    );
+    let again: ScriptCall | undefined;
+    const tryAgain = (): Promise<T> => {
+      // The repeated call is made only once a retry is due.
+      again ??= repeat?.() ?? call;
+      const sentAt = performance.now();
+      return this.#watched(tryOnce(again, this.#tryTimeout(until, sentAt)), sentAt, again.keys[0]);
+    };
+    return retryAfter(error, tryAgain, { isClosed: this.#isClosed, keepTrying, until });
   }
 
   /** A plain command, one try within the command timeout; failures as the runner gives them. */
@@ -263,13 +230,10 @@ export class Calls {
   async command(args: string[], doing: string): Promise<unknown> {
     if (this.#isClosed()) throw new ClientClosedError();
     try {
-      return await pRetry(() => this.#watched(this.#runner.send(args), performance.now(), undefined), {
-        retries: 2,
-        minTimeout: 20,
-        maxTimeout: 200,
-        unref: true,
-        shouldRetry: ({ error }) => !this.#isClosed() && isTransient(error),
-      });
+      return await readRetried(
+        () => this.#watched(this.#runner.send(args), performance.now(), undefined),
+        this.#isClosed,
+      );
     } catch (error) {
       throw redisError(error, doing);
     }

@@ -49,6 +49,11 @@ export interface ConditionCall {
  */
 export interface ConditionTelemetry {
   /**
+   * Whether a call is worth a span and a measurement now (see Telemetry.enabled): when not, a
+   * caller skips the wrapping below, which would only pass its call through.
+   */
+  readonly enabled: boolean;
+  /**
    * Runs one call that takes `permits` (`run` resolves whether it took them) in a
    * `latchkey.acquire` span, and records its outcome and wait.
    */
@@ -79,6 +84,7 @@ export interface ConditionTelemetry {
 
 /** Reports nothing. @internal */
 export const NO_CONDITION_TELEMETRY: ConditionTelemetry = Object.freeze({
+  enabled: false,
   acquire: (
     _c: ConditionCall,
     _p: number,
@@ -115,6 +121,10 @@ export class ConditionReporter implements ConditionTelemetry {
       description: 'Time from an await of a latch to its outcome (latchkey.await.outcome).',
       unit: 'ms',
     });
+  }
+
+  get enabled(): boolean {
+    return this.#parts.enabled();
   }
 
   async acquire(

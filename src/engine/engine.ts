@@ -1,72 +1,28 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'eventemitter3';
-import { ClientClosedError, LockError, ReplicationError } from '../errors.js';
-import { grantChannel, isCompanionKey, requestKey } from '../keys.js';
+import { ClientClosedError, ReplicationError } from '../errors.js';
+import { requestKey } from '../keys.js';
 import type { LockClientEvents } from '../options.js';
-import type { RedisConnection, Subscriber } from '../redis/connection.js';
-import { isServerReply } from '../redis/replies.js';
-import { keySlot } from '../redis/slot.js';
-import { CommandTimeoutError, ScriptRunner } from '../scripts/runner.js';
-import { Acquirer } from './acquire/acquire.js';
-import { Calls, redisError, type Synced } from './calls.js';
-import { waitFor, type Condition } from './condition.js';
+import type { RedisConnection } from '../redis/connection.js';
+import { CommandTimeoutError } from '../scripts/runner.js';
+import type { Acquirer } from './acquire/acquire.js';
+import { redisError, type Calls, type Synced } from './calls.js';
+import { failedAfter, type Condition } from './condition.js';
+import { ConditionWaits } from './condition-waits.js';
 import type { ConditionTelemetry } from './condition-telemetry.js';
-import { OperationChains } from './chains.js';
 import { Events } from './events.js';
-import { Holds } from './holds/holds.js';
+import type { Holds } from './holds/holds.js';
 import type { Lease, LeaseFactory } from './lease.js';
-import { Notifications } from './wait/channels.js';
-import { openSubscriber } from './wait/subscriber.js';
-import { Reachability } from './reachability.js';
-import { createTelemetry, NO_TELEMETRY, openTelemetry } from './telemetry.js';
-import { Replication, type ReplicationSettings } from './replication.js';
-import { ServerCheck } from './server-check.js';
+import type { Notifications } from './wait/channels.js';
+import type { Reachability } from './reachability.js';
+import type { ServerCheck } from './server-check.js';
 import type { ScriptCall, Target } from './types.js';
-
-/**
- * A wait's failure of Redis, saying how long the caller waited: a call that gives up says its own
- * time, not only that of its last try. Anything else (an abort's reason, a closed client, a kind's
- * own error) as it is.
- */
-function failedAfter(error: unknown, doing: string, startedAt: number): unknown {
-  if (!(error instanceof LockError) || error.code !== 'REDIS_ERROR' || !(error.cause instanceof Error)) {
-    return error;
-  }
-  return redisError(error.cause, `${doing} after ${Math.round(performance.now() - startedAt)} ms`);
-}
-
-/**
- * How long a last release is retried: twice the command timeout, within these bounds. Its
- * request key is kept that long plus the command timeout plus 2 s, so any copy of the call
- * still finds it; short, as every last release writes one.
- */
-const RELEASE_RETRY_MIN_MS = 1_000;
-const RELEASE_RETRY_MAX_MS = 8_000;
-
-/** The engine's settings, validated by the client. @internal */
-export interface EngineSettings {
-  readonly watchdogTimeoutMs: number;
-  readonly commandTimeoutMs: number;
-  readonly subscriptionLingerMs: number;
-  /** See LockClientOptions.longHoldWarningMs; 0: off. */
-  readonly longHoldWarningMs: number;
-  /** Report to `@opentelemetry/api`'s global providers, if the API is installed. */
-  readonly telemetry: boolean;
-  /** Replicas that must acknowledge each grant; undefined: none. */
-  readonly syncReplicas?: ReplicationSettings | undefined;
-  /** Prepended to every name to form its key: events name the lock of a key by it. */
-  readonly keyPrefix?: string;
-  /**
-   * Report Redis going unanswered (`redisUnreachable`, `redisReachable`, a process warning): a
-   * LockClient's engine does; a Redlock master's leaves its health to the quorum.
-   */
-  readonly reportUnreachable?: boolean;
-}
+import { wireParts, type EngineSettings } from './wiring.js';
 
 /**
  * What every kind of lock shares, knowing no kind by name: the wait loop, holds and leases, the
- * watchdog, notifications and idempotent calls. The composition root of those parts, and what a
- * kind's handle talks to.
+ * watchdog, notifications and idempotent calls. It holds those parts (built and wired to one
+ * another in wiring.ts), offers their operations to a kind's handle and closes them in order.
  * @internal
  */
 export class Engine {
@@ -83,81 +39,23 @@ export class Engine {
   /** What a semaphore's and a latch's calls report to OpenTelemetry. */
   readonly conditionTelemetry: ConditionTelemetry;
   #closed = false;
+  #conditions: ConditionWaits | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(redis: RedisConnection, emitter: EventEmitter<LockClientEvents>, settings: EngineSettings) {
     this.#redis = redis;
     this.#events = new Events(emitter);
-    const telemetry = settings.telemetry ? createTelemetry(openTelemetry()) : NO_TELEMETRY;
-    this.conditionTelemetry = telemetry.conditions;
-    const isClosed = (): boolean => this.#closed;
-    const assertOpen = (): void => this.assertOpen();
-    const runner = new ScriptRunner(redis, settings.commandTimeoutMs);
-    const keyPrefix = settings.keyPrefix ?? '';
-    this.#reach = new Reachability(
-      {
-        thresholdMs: settings.commandTimeoutMs,
-        report: settings.reportUnreachable === true,
-        nameOf: (key) =>
-          key.startsWith(keyPrefix) && !isCompanionKey(key) ? key.slice(keyPrefix.length) : undefined,
-      },
-      this.#events,
-    );
-    this.#calls = new Calls(
-      runner,
-      settings.commandTimeoutMs,
-      isClosed,
-      this.#reach,
-      settings.syncReplicas === undefined ? undefined : new Replication(settings.syncReplicas, runner),
-    );
-    /** Public: names this client's grant channel and prefixes its tickets. */
-    const grants = grantChannel(randomBytes(8).toString('hex'));
-    // On a cluster the grant channel lies in another slot than the lock: no hand-overs there.
-    const handOver = redis.cluster !== true;
-    this.#server = new ServerCheck(this.#calls, () => {
-      if (handOver) this.#checkHandOver(grants);
+    const parts = wireParts(redis, this.#events, settings, {
+      isClosed: () => this.#closed,
+      assertOpen: () => this.assertOpen(),
     });
-    const chains = new OperationChains();
-    this.#holds = new Holds(this.#calls, chains, this.#events, {
-      watchdogTimeoutMs: settings.watchdogTimeoutMs,
-      longHoldWarningMs: settings.longHoldWarningMs,
-      releaseRetryMs: Math.min(
-        RELEASE_RETRY_MAX_MS,
-        Math.max(RELEASE_RETRY_MIN_MS, 2 * settings.commandTimeoutMs),
-      ),
-      isClosed,
-      telemetry,
-      slotOf: redis.cluster === true ? keySlot : undefined,
-    });
-    this.#notifications = new Notifications(
-      {
-        connect: () => this.#connectSubscriber(),
-        grantChannel: grants,
-        grantListener: () => this.#acquirer.onGrant,
-        onError: (error) => this.#events.error(error),
-        closedError: () => new ClientClosedError(),
-      },
-      settings.subscriptionLingerMs,
-    );
-    this.#acquirer = new Acquirer(
-      {
-        watchdogTimeoutMs: settings.watchdogTimeoutMs,
-        grantChannel: grants,
-        handOver,
-        isClosed,
-        assertOpen,
-      },
-      {
-        calls: this.#calls,
-        chains,
-        holds: this.#holds,
-        notifications: this.#notifications,
-        events: this.#events,
-        // A lease's release goes straight to the holds.
-        leaseHost: this.#holds,
-        telemetry,
-      },
-    );
+    this.conditionTelemetry = parts.telemetry.conditions;
+    this.#reach = parts.reach;
+    this.#calls = parts.calls;
+    this.#server = parts.server;
+    this.#holds = parts.holds;
+    this.#notifications = parts.notifications;
+    this.#acquirer = parts.acquirer;
   }
 
   get closed(): boolean {
@@ -219,31 +117,6 @@ export class Engine {
     throw redisError(unasked, `${doing} after ${Math.round(waitedMs)} ms`);
   }
 
-  /**
-   * Asks once whether Redis lets this client's user count a channel's subscribers (`PUBSUB
-   * NUMSUB`), as a release does inside its script before it hands the lock to a waiter. A script
-   * that is refused hands nothing over and frees the lock instead: still correct, but waiters
-   * are no longer served in the order they came, and take longer. That degrades nothing a
-   * caller sees fail, so the refusal is reported on the `error` event.
-   */
-  #checkHandOver(channel: string): void {
-    this.#calls.command(['PUBSUB', 'NUMSUB', channel], 'checking that Redis allows hand-overs').then(
-      () => undefined,
-      (error: unknown) => {
-        // Only a refusal by the server says anything; a lost connection or a close does not.
-        const refusal = error instanceof LockError ? error.cause : error;
-        if (!(refusal instanceof Error) || !isServerReply(refusal)) return;
-        this.#events.error(
-          new LockError(
-            'REDIS_ERROR',
-            `Redis refused PUBSUB NUMSUB to this client's user (${refusal.message}): its releases cannot hand a lock to a waiter, so they free it instead, and waiters take it when they hear it is free, not in the order they came. Allow the command (ACL: +pubsub|numsub) to keep hand-overs.`,
-            { cause: refusal },
-          ),
-        );
-      },
-    );
-  }
-
   /** A plain read command, retried on transient failures. */
   command(args: string[], doing: string): Promise<unknown> {
     return this.#calls.command(args, doing);
@@ -259,34 +132,45 @@ export class Engine {
   }
 
   /**
-   * Waits for a condition that is not a hold (permits of a semaphore, a latch at zero): see
-   * {@link waitFor}. Like {@link Engine.acquire}, it checks the server's version first, within its
-   * bound.
+   * Waits for a condition that is not a hold (see {@link ConditionWaits}), in the one wait loop.
+   * Like {@link Engine.acquire}, it checks the server's version first, within its bound.
    */
-  waitFor<T>(condition: Condition<T>, waitMs: number, signal: AbortSignal | undefined): Promise<T | null> {
-    const host = {
-      notifications: this.#notifications,
-      assertOpen: () => this.assertOpen(),
-      telemetry: this.conditionTelemetry,
-    };
+  waitFor<T, R = T | null>(
+    condition: Condition<T, R>,
+    waitMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<R> {
+    const conditions = (this.#conditions ??= new ConditionWaits(
+      this.#notifications,
+      this.conditionTelemetry,
+      this,
+    ));
     // A wait aborted before it starts sends nothing, not even the server check, as an acquire.
     if (!this.#closed && signal?.aborted === true) return Promise.reject(signal.reason as Error);
     const startedAt = performance.now();
-    const waited = this.#server.passed
-      ? waitFor(host, condition, waitMs, signal, startedAt)
-      : this.#server.check(signal).then((unasked) => {
+    // The wait's own failures say how long it waited (see failedAfter); so do the check's.
+    if (this.#server.passed) return conditions.wait(condition, waitMs, signal, startedAt);
+    return this.#server.check(signal).then(
+      (unasked) => {
+        try {
           this.#endIfUnanswered(unasked, startedAt, waitMs, `waiting for ${condition.what}`);
-          return waitFor(host, condition, waitMs, signal, startedAt);
-        });
-    return waited.catch((error: unknown) => {
-      throw failedAfter(error, `waiting for ${condition.what}`, startedAt);
-    });
+        } catch (error) {
+          throw failedAfter(error, `waiting for ${condition.what}`, startedAt);
+        }
+        return conditions.wait(condition, waitMs, signal, startedAt);
+      },
+      (error: unknown) => {
+        throw failedAfter(error, `waiting for ${condition.what}`, startedAt);
+      },
+    );
   }
 
   /**
    * Runs a script whose every call is safe to repeat (its request key makes it so), retrying
    * transient failures until `until` (monotonic ms; default: a few tries). Failures of Redis
-   * reject with a {@link LockError} `REDIS_ERROR` that says what was being done.
+   * reject with a {@link LockError} `REDIS_ERROR` that says what was being done. Resolves with
+   * the raw reply, as {@link Engine.syncedCall} does: the caller reads it through `call.decode`
+   * (`Writes` does, for a synchronizer's writes).
    */
   async call(call: ScriptCall, doing: string, until?: number): Promise<unknown> {
     this.assertOpen();
@@ -383,15 +267,5 @@ export class Engine {
     } finally {
       this.#events.mute();
     }
-  }
-
-  #connectSubscriber(): Promise<Subscriber> {
-    return openSubscriber({
-      redis: this.#redis,
-      reach: this.#reach,
-      events: this.#events,
-      isClosed: () => this.#closed,
-      resubscribed: () => this.#notifications.resubscribed(),
-    });
   }
 }

@@ -24,6 +24,24 @@ export const CONTEXT_OWNERS: Readonly<Record<'reentrant' | 'exclusive', OwnerPol
   exclusive: Object.freeze({ reentrant: false, field: ownerField }),
 });
 
+/** What a multi-lock needs to know of a member handle, beyond its public face. @internal */
+export interface HandleParts {
+  /** The engine of the client that made the handle. */
+  readonly engine: Engine;
+  /**
+   * What marks the lock as held by an async context (see `withLease`), for a lock that is not
+   * reentrant; undefined for a reentrant one, whose holds Redis counts.
+   */
+  readonly heldKey: string | undefined;
+}
+
+let partsOf: (handle: LockHandle<Lease>) => HandleParts;
+
+/** See {@link HandleParts}. @internal */
+export function handleParts(handle: LockHandle<Lease>): HandleParts {
+  return partsOf(handle);
+}
+
 /**
  * What every kind's handle offers — `acquire`, `tryAcquire`, `withLock`, `isLocked`,
  * `remainingTtlMs`, `forceUnlock` — on top of the engine, with the owner of each call taken from
@@ -34,6 +52,13 @@ export abstract class LockHandle<L extends Lease> {
   readonly #target: Target;
   readonly #owners: OwnerPolicy;
   readonly #newLease: LeaseFactory<L>;
+
+  static {
+    partsOf = (handle) => ({
+      engine: handle.#engine,
+      heldKey: handle.#owners.reentrant ? undefined : handle.#contextKey(),
+    });
+  }
 
   /** @internal */
   protected constructor(engine: Engine, target: Target, owners: OwnerPolicy, newLease: LeaseFactory<L>) {

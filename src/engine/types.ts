@@ -1,11 +1,15 @@
 import type { LockError } from '../errors.js';
-import type { LuaScript } from '../scripts/script.js';
+import type { ScriptCall } from './script-call.js';
+
+export type { ScriptCall } from './script-call.js';
 
 /**
  * The contract between the engine and a kind of lock. The engine owns waiting, deadlines,
  * aborts, the wait queue's tickets, hand-overs, holds and leases, the watchdog, loss and every
  * retry; a kind supplies its keys, its scripts, and what their replies mean, through one
- * {@link Protocol}. Reply codes are read in the kind's protocol module and nowhere else.
+ * {@link Protocol}. Each call a kind builds is a {@link ScriptCall} that reads its own reply: reply
+ * codes are read in the kind's protocol module (or, shared by several kinds, in `replies.ts`) and
+ * nowhere else.
  * @internal
  */
 
@@ -29,13 +33,6 @@ export interface HeldLock {
   readonly field: string;
   /** The lease set on every acquire, renewal and partial release, in milliseconds. */
   readonly ttlMs: number;
-}
-
-/** A script call with its keys and arguments. */
-export interface ScriptCall {
-  readonly script: LuaScript;
-  readonly keys: readonly string[];
-  readonly args: readonly string[];
 }
 
 /** What one acquire request carries. */
@@ -143,18 +140,15 @@ export interface Protocol {
    * ends without the lock.
    */
   leave?(target: Target, field: string): ScriptCall;
-  acquire(request: AcquireRequest, retry: boolean): ScriptCall;
-  acquireOutcome(reply: unknown): AcquireOutcome | undefined;
+  /** Asks for the lock; `retry`: a repeated copy of the request, which may find its own entry. */
+  acquire(request: AcquireRequest, retry: boolean): ScriptCall<AcquireOutcome>;
   /** Refuses any late copy of an acquire whose outcome is unknown, and undoes it if applied. */
   cancelAcquire(request: AcquireRequest, recordTtlMs: number): ScriptCall;
-  release(hold: HeldLock, expected: number): ScriptCall;
-  releaseOutcome(reply: unknown): ReleaseOutcome | undefined;
-  /** Renews many holds of this kind in one call, each to `leaseMs`. */
-  renew(holds: readonly HeldLock[], leaseMs: number): ScriptCall;
-  /** Per hold: still held and renewed; undefined for a reply the kind does not know. */
-  renewOutcome(reply: unknown, count: number): readonly boolean[] | undefined;
+  release(hold: HeldLock, expected: number): ScriptCall<ReleaseOutcome>;
+  /** Renews many holds of this kind in one call, each to `leaseMs`: per hold, whether it was. */
+  renew(holds: readonly HeldLock[], leaseMs: number): ScriptCall<readonly boolean[]>;
   /** Drops a hold given up for lost or on close. */
   abandon(hold: HeldLock): ScriptCall;
-  /** Frees the lock whoever holds it; the reply says whether there was one (1 or 0). */
-  forceRelease(target: Target): ScriptCall;
+  /** Frees the lock whoever holds it: whether there was one. */
+  forceRelease(target: Target): ScriptCall<boolean>;
 }

@@ -1,7 +1,13 @@
 import { InvalidArgumentError, LockLostError } from '../errors.js';
 import { currentContext, newOwnerId, runInContext, type OwnerContext } from '../owner.js';
 import { checkDuration, checkOptions, checkSignal, checkWait, describe } from '../validate.js';
-import type { Lease } from './lease.js';
+
+/** What `withLock` needs of a lease: a lock's {@link Lease}, or a lease of several locks. @internal */
+export interface HeldLease {
+  readonly released: boolean;
+  readonly signal: AbortSignal;
+  release(): Promise<void>;
+}
 
 const ACQUIRE_OPTIONS = ['waitMs', 'leaseMs', 'signal'] as const;
 
@@ -44,7 +50,7 @@ export function checkCallback(fn: unknown): asserts fn is (...args: never[]) => 
  * lock was lost meanwhile — whatever the callback threw then (typically the `AbortError` of
  * work that was given `lease.signal`) is its `cause` — and otherwise the callback's error.
  */
-function lostInstead(lease: Lease, error: unknown): unknown {
+function lostInstead(lease: HeldLease, error: unknown): unknown {
   const lost: unknown = lease.signal.aborted ? lease.signal.reason : undefined;
   if (!(lost instanceof LockLostError) || error === lost) return error;
   return new LockLostError(lost.message, lost.reason, { cause: error });
@@ -53,24 +59,25 @@ function lostInstead(lease: Lease, error: unknown): unknown {
 /**
  * The body of every kind's `withLock`. Takes the lease with `acquire`, run in the caller's async
  * context (or a new one: the callback's owner), then runs `fn` with it in that context, with
- * `heldKey` added to the locks it holds without re-entry (undefined: a reentrant lock, whose
- * holds Redis counts), so that taking that lock again from inside `fn` is refused while
- * side-by-side callbacks still exclude each other. Releases the lease however `fn` ends. Rejects
+ * `heldKey` (or each of several) added to the locks it holds without re-entry (undefined: a
+ * reentrant lock, whose holds Redis counts), so that taking that lock again from inside `fn` is
+ * refused while side-by-side callbacks still exclude each other. Releases the lease however `fn` ends. Rejects
  * with the lease's {@link LockLostError} when the lock was lost while `fn` ran (what `fn` threw,
  * if anything, is its `cause`), otherwise with what `fn` or `acquire` threw. `fn` may release
  * the lease itself.
  * @internal
  */
-export function withLease<L extends Lease, T>(
-  heldKey: string | undefined,
+export function withLease<L extends HeldLease, T>(
+  heldKey: string | readonly string[] | undefined,
   acquire: () => Promise<L>,
   fn: (lease: L) => T | PromiseLike<T>,
 ): Promise<Awaited<T>> {
   const outer: OwnerContext = currentContext() ?? { ownerId: newOwnerId(), nonReentrant: new Set() };
+  const held = typeof heldKey === 'string' ? [heldKey] : (heldKey ?? []);
   const inner: OwnerContext =
-    heldKey === undefined
+    held.length === 0
       ? outer
-      : { ownerId: outer.ownerId, nonReentrant: new Set([...outer.nonReentrant, heldKey]) };
+      : { ownerId: outer.ownerId, nonReentrant: new Set([...outer.nonReentrant, ...held]) };
   return runInContext(outer, async (): Promise<Awaited<T>> => {
     const lease = await acquire();
     let result: Awaited<T>;

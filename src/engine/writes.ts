@@ -1,4 +1,3 @@
-import type { Synced } from './calls.js';
 import type { Engine } from './engine.js';
 import type { ScriptCall } from './types.js';
 
@@ -13,14 +12,20 @@ const RECORD_MARGIN_MS = 2_000;
  * `recordTtlMs`, so that a retried copy answers as the first did and applies nothing twice.
  * @internal
  */
-export type RecordedCall = (requestKey: string, recordTtlMs: number) => ScriptCall;
+export type RecordedCall<R> = (requestKey: string, recordTtlMs: number) => ScriptCall<R>;
 
 /**
- * What a write's reply says it did, for the report of a replica shortfall: a sentence such as
- * `Latch "warm-up" was counted down`, or false when it changed nothing.
+ * What a write did, by what its reply means, for the report of a replica shortfall: a sentence
+ * such as `Latch "warm-up" was counted down`, or false when it changed nothing.
  * @internal
  */
-export type Done = (reply: unknown) => string | false;
+export type Done<R> = (value: R) => string | false;
+
+/** What a write's reply means, and how many replicas acknowledged it. @internal */
+export interface Written<R> {
+  readonly value: R;
+  readonly acknowledged: number;
+}
 
 /**
  * The writes of one synchronizer that are not holds (a semaphore's counter, a latch, a permit
@@ -38,6 +43,9 @@ export type Done = (reply: unknown) => string | false;
  *   `ReplicationError` on the client's `error` event, as a lock's release is; rejecting would
  *   invite a second call that gives twice. A write that takes (an acquire) undoes itself
  *   instead: see the kind.
+ * - **Replies.** Each reply is read through its call's own {@link ScriptCall.decode}, here and
+ *   nowhere else: a write resolves with what its reply means, and a reply its script never
+ *   gives rejects with a `REDIS_ERROR` that names the script.
  * @internal
  */
 export class Writes {
@@ -67,34 +75,38 @@ export class Writes {
 
   /**
    * Sends a recorded write (with a fresh request key unless given), retried for
-   * {@link Writes.retryMs}, and resolves with its reply and the replicas that acknowledged it.
+   * {@link Writes.retryMs}, and resolves with what its reply means and the replicas that
+   * acknowledged it.
+   * @throws a LockError `REDIS_ERROR` when Redis fails, or for a reply the script never gives.
    */
-  recorded(call: RecordedCall, doing: string, requestKey = this.requestKey()): Promise<Synced> {
-    return this.#engine.syncedCall(
-      call(requestKey, this.recordTtlMs),
-      doing,
-      performance.now() + this.retryMs,
-    );
+  recorded<R>(call: RecordedCall<R>, doing: string, requestKey = this.requestKey()): Promise<Written<R>> {
+    return this.#sent(call(requestKey, this.recordTtlMs), doing, performance.now() + this.retryMs);
   }
 
   /**
-   * Sends a recorded write that cannot be undone and resolves with its reply; `done` says what
-   * it did, for the report of a replica shortfall.
+   * Sends a recorded write that cannot be undone and resolves with what its reply means; `done`
+   * says what it did, for the report of a replica shortfall.
    */
-  async giving(call: RecordedCall, doing: string, done: Done): Promise<unknown> {
-    const { reply, acknowledged } = await this.recorded(call, doing);
-    this.reportShortfall(acknowledged, done(reply));
-    return reply;
+  async giving<R>(call: RecordedCall<R>, doing: string, done: Done<R>): Promise<R> {
+    const { value, acknowledged } = await this.recorded(call, doing);
+    this.reportShortfall(acknowledged, done(value));
+    return value;
   }
 
   /**
    * {@link Writes.giving} for a call that is safe to repeat as it is (a delete): no request key,
    * retried as a read is.
    */
-  async repeatable(call: ScriptCall, doing: string, done: Done): Promise<unknown> {
-    const { reply, acknowledged } = await this.#engine.syncedCall(call, doing);
-    this.reportShortfall(acknowledged, done(reply));
-    return reply;
+  async repeatable<R>(call: ScriptCall<R>, doing: string, done: Done<R>): Promise<R> {
+    const { value, acknowledged } = await this.#sent(call, doing, undefined);
+    this.reportShortfall(acknowledged, done(value));
+    return value;
+  }
+
+  /** Sends `call` until `until` (monotonic ms; undefined: as a read) and reads its reply. */
+  async #sent<R>(call: ScriptCall<R>, doing: string, until: number | undefined): Promise<Written<R>> {
+    const { reply, acknowledged } = await this.#engine.syncedCall(call, doing, until);
+    return { value: call.decode(reply), acknowledged };
   }
 
   /** Reports on `error` that too few replicas acknowledged a write that did `done`. */

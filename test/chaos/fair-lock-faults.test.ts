@@ -12,6 +12,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Lease } from '../../src/index.js';
 import type { Worker } from '../support/child.js';
+import { fairHeartbeatsOf, fairQueueOf, fairTimeoutsOf } from '../support/keys.js';
 import type { Redis } from '../support/resources.js';
 import { sharedSuite } from '../support/shared-suite.js';
 import { msBetween, now } from '../support/stamps.js';
@@ -24,11 +25,6 @@ const LEASE_MS = 1_500;
 /** Room for a loaded machine: scheduling, a script call, a process start. */
 const SLACK_MS = 1_000;
 const STARTUP_MS = 20_000;
-
-const queueOf = (key: string): string => `redisson_lock_queue:{${key}}`;
-const timeoutsOf = (key: string): string => `redisson_lock_timeout:{${key}}`;
-/** latchkey's own: its waiters' heartbeat deadlines, which Redisson does not read. */
-const heartbeatsOf = (key: string): string => `{${key}}:latchkey_heartbeats`;
 
 async function redisNowMs(admin: Redis): Promise<number> {
   const [seconds, micros] = await admin.time();
@@ -52,11 +48,16 @@ describe('fair lock faults', () => {
     });
     await worker.next((msg) => msg.type === 'ready', STARTUP_MS);
     const admin = suite.admin;
-    const queueLength = async (): Promise<number> => admin.lLen(queueOf(lock.key));
-    const line = async (): Promise<string[]> => admin.lRange(queueOf(lock.key), 0, -1);
+    const queueLength = async (): Promise<number> => admin.lLen(fairQueueOf(lock.key));
+    const line = async (): Promise<string[]> => admin.lRange(fairQueueOf(lock.key), 0, -1);
     const nothingLeft = async (): Promise<void> => {
       expect(
-        await admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key), heartbeatsOf(lock.key)]),
+        await admin.exists([
+          lock.key,
+          fairQueueOf(lock.key),
+          fairTimeoutsOf(lock.key),
+          fairHeartbeatsOf(lock.key),
+        ]),
       ).toBe(0);
     };
     return { lock, worker, admin, queueLength, line, nothingLeft };
@@ -80,7 +81,7 @@ describe('fair lock faults', () => {
       // The dead head's heartbeat deadline as Redis has it, placed on this machine's monotonic
       // clock (its deadline in RFairLock's arithmetic lies minutes ahead).
       const [deadline, redisNow] = await Promise.all([
-        admin.zScore(heartbeatsOf(lock.key), deadField),
+        admin.zScore(fairHeartbeatsOf(lock.key), deadField),
         redisNowMs(admin),
       ]);
       const readAt = now();
@@ -94,8 +95,8 @@ describe('fair lock faults', () => {
       expect(msBetween(lapsesAt, servedAt)).toBeGreaterThanOrEqual(-50);
       expect(msBetween(killedAt, servedAt)).toBeLessThan(WAITER_TIMEOUT_MS + HEARTBEAT_MS + SLACK_MS);
       expect(await line()).toEqual([]);
-      expect(await admin.zScore(timeoutsOf(lock.key), deadField)).toBeNull();
-      expect(await admin.zScore(heartbeatsOf(lock.key), deadField)).toBeNull();
+      expect(await admin.zScore(fairTimeoutsOf(lock.key), deadField)).toBeNull();
+      expect(await admin.zScore(fairHeartbeatsOf(lock.key), deadField)).toBeNull();
       await lease.release();
       await nothingLeft();
     },

@@ -5,19 +5,10 @@
  */
 import { RESP_TYPES } from 'redis';
 import type { AcquireOptions, Lease, LockHandle } from '../../src/index.js';
+import { fairQueueOf, queueOf } from '../support/keys.js';
 import type { KindName } from '../support/kinds.js';
 import type { Redis } from '../support/resources.js';
 import { waitUntil } from '../support/wait.js';
-
-/** The wait queue of a lock key without a hash tag. */
-export function queueKeyOf(key: string): string {
-  return `latchkey_queue:{${key}}`;
-}
-
-/** A fair lock's queue of waiting owners, for a key without a hash tag. */
-export function fairQueueKeyOf(key: string): string {
-  return `redisson_lock_queue:{${key}}`;
-}
 
 /** A permit semaphore's permits out, for a key without a hash tag. */
 export function permitTimeoutKeyOf(key: string): string {
@@ -90,7 +81,7 @@ export async function holdNested(
 export async function waitForQueue(admin: Redis, key: string, length: number): Promise<void> {
   await waitUntil(
     `the queue of ${key} holds ${length} entries`,
-    async () => (await admin.lLen(queueKeyOf(key))) === length,
+    async () => (await admin.lLen(queueOf(key))) === length,
   );
 }
 
@@ -116,8 +107,8 @@ export async function secretsOf(admin: Redis, key: string): Promise<string[]> {
   });
   for (const id of permitIds) secrets.push(id.toString('hex'), id.toString('latin1'));
   for (const entry of [
-    ...(await admin.lRange(queueKeyOf(key), 0, -1)),
-    ...(await admin.lRange(fairQueueKeyOf(key), 0, -1)),
+    ...(await admin.lRange(queueOf(key), 0, -1)),
+    ...(await admin.lRange(fairQueueOf(key), 0, -1)),
   ]) {
     secrets.push(entry, ...entry.split(/[ :]/).filter((part) => part.length >= 8));
   }

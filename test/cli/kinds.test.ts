@@ -6,9 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { assertNoSecrets, describeRun, FROM_SOURCES, jsonLinesOf, jsonOf, runCli } from '../support/cli.js';
+import { fairQueueOf } from '../support/keys.js';
 import { sharedSuite } from '../support/shared-suite.js';
 import { waitUntil, within } from '../support/wait.js';
-import { fairQueueKeyOf, prefixOf, secretsOf } from './fixtures.js';
+import { prefixOf, secretsOf } from './fixtures.js';
 
 interface Json {
   kind: string;
@@ -119,7 +120,7 @@ describe('latchkey on every kind', { timeout: 240_000 }, () => {
     const waiting = suite.lockClient().fairLock('settlement').acquire({ waitMs: 240_000, leaseMs: 5_000 });
     await waitUntil(
       'the waiter is queued',
-      async () => (await suite.admin.lLen(fairQueueKeyOf(fair.key))) === 1,
+      async () => (await suite.admin.lLen(fairQueueOf(fair.key))) === 1,
     );
     const secrets = await secretsOf(suite.admin, fair.key);
 
@@ -236,7 +237,7 @@ describe('latchkey on every kind', { timeout: 240_000 }, () => {
     await locks.countDownLatch('e-latch').trySetCount(2);
     await waitUntil(
       'the fair waiter is queued',
-      async () => (await suite.admin.lLen(fairQueueKeyOf(`${prefix}a-fair`))) === 1,
+      async () => (await suite.admin.lLen(fairQueueOf(`${prefix}a-fair`))) === 1,
     );
 
     const json = await runCli([

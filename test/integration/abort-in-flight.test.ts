@@ -32,8 +32,8 @@ const CLEAN_WITHIN_MS = 2_000;
 /** How long after Redis resumes an acquire still pending is waited for, to report it. */
 const PENDING_GRACE_MS = 2_000;
 const acquireScript = luaScripts['lock/acquire'];
-/** Where ARGV[4] (the queue entry the attempt would push) sits in EVALSHA sha 3 k1 k2 k3 a1 ... a7. */
-const MEMBER_ARG = 3 + 3 + 3;
+/** Where ARGV[4] (the queue entry the attempt would push) sits in EVALSHA sha 4 k1 k2 k3 k4 a1 ... a7. */
+const MEMBER_ARG = 3 + 4 + 3;
 /** Where ARGV[5] (the entry an earlier attempt left in the queue) sits. */
 const QUEUED_AS_ARG = MEMBER_ARG + 1;
 

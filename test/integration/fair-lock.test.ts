@@ -18,17 +18,13 @@ import {
 import { luaScripts } from '../../src/scripts/generated.js';
 import type { Worker, WorkerMessage } from '../support/child.js';
 import { commandsFrom } from '../support/monitor.js';
-import { uniquePrefix } from '../support/keys.js';
+import { fairHeartbeatsOf, fairQueueOf, fairTimeoutsOf, uniquePrefix } from '../support/keys.js';
 import { startRedis, type RedisInstance } from '../support/redis-server.js';
 import { testResources, type Redis } from '../support/resources.js';
 import { sharedSuite } from '../support/shared-suite.js';
 import { settle, sleep, waitUntil } from '../support/wait.js';
 
-/** Redisson's names, spelt out here rather than taken from src/keys.ts. */
-const queueOf = (key: string): string => `redisson_lock_queue:{${key}}`;
-const timeoutsOf = (key: string): string => `redisson_lock_timeout:{${key}}`;
-/** latchkey's own: its waiters' heartbeat deadlines, which Redisson does not read. */
-const heartbeatsOf = (key: string): string => `{${key}}:latchkey_heartbeats`;
+/** Redisson's name, spelt out here rather than taken from src/keys.ts. */
 const waiterChannelOf = (key: string, field: string): string => `redisson_lock__channel:{${key}}:${field}`;
 
 const WORKER = 'test/support/fixtures/fair-waiter.ts';
@@ -36,8 +32,8 @@ const WORKER = 'test/support/fixtures/fair-waiter.ts';
 /** The queue and the deadlines of a fair lock, as Redis has them. */
 async function lineOf(admin: Redis, key: string): Promise<{ queue: string[]; timeouts: string[] }> {
   const [queue, timeouts] = await Promise.all([
-    admin.lRange(queueOf(key), 0, -1),
-    admin.zRange(timeoutsOf(key), 0, -1),
+    admin.lRange(fairQueueOf(key), 0, -1),
+    admin.zRange(fairTimeoutsOf(key), 0, -1),
   ]);
   return { queue, timeouts };
 }
@@ -85,7 +81,7 @@ describe('FairLock', () => {
       expect(await lock.holdCount()).toBe(1);
       expect(await lock.isLocked()).toBe(true);
     });
-    expect(await admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+    expect(await admin.exists([lock.key, fairQueueOf(lock.key), fairTimeoutsOf(lock.key)])).toBe(0);
     expect(await lock.remainingTtlMs()).toBeNull();
   });
 
@@ -136,7 +132,7 @@ describe('FairLock', () => {
       const worker = workers[i % 2];
       if (worker === undefined) throw new Error('no worker');
       worker.send({ type: 'acquire', id, holdMs: 50 });
-      await waitUntil(`${id} queued`, async () => (await suite.admin.lLen(queueOf(lock.key))) === i + 1);
+      await waitUntil(`${id} queued`, async () => (await suite.admin.lLen(fairQueueOf(lock.key))) === i + 1);
     }
     await holder.release();
 
@@ -149,7 +145,7 @@ describe('FairLock', () => {
     for (const worker of workers) {
       for (let i = 0; i < 3; i += 1) await worker.next((msg) => msg.type === 'released', 20_000);
     }
-    expect(await suite.admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+    expect(await suite.admin.exists([lock.key, fairQueueOf(lock.key), fairTimeoutsOf(lock.key)])).toBe(0);
   });
 
   it('wakes only the head of the line on a release: one message, one attempt', async () => {
@@ -167,9 +163,9 @@ describe('FairLock', () => {
     const waiters: Promise<Lease>[] = [];
     for (let i = 0; i < 3; i += 1) {
       waiters.push(lock.acquire());
-      await waitUntil(`waiter ${i} queued`, async () => (await admin.lLen(queueOf(lock.key))) === i + 1);
+      await waitUntil(`waiter ${i} queued`, async () => (await admin.lLen(fairQueueOf(lock.key))) === i + 1);
     }
-    const [head] = await admin.lRange(queueOf(lock.key), 0, 0);
+    const [head] = await admin.lRange(fairQueueOf(lock.key), 0, 0);
     if (head === undefined) throw new Error('nobody queued');
     // Every waiter subscribed and tried again; wait until those attempts are done.
     await sleep(300);
@@ -183,14 +179,14 @@ describe('FairLock', () => {
     const attempts = acquireCalls(monitor.lines);
     expect(attempts).toHaveLength(1);
     expect(attempts[0]).toContain(head);
-    expect(await admin.lRange(queueOf(lock.key), 0, -1)).toHaveLength(2);
+    expect(await admin.lRange(fairQueueOf(lock.key), 0, -1)).toHaveLength(2);
 
     await first.release();
     const second = await w1;
     await second.release();
     await (await w2).release();
     expect(messages).toHaveLength(3);
-    expect(await admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+    expect(await admin.exists([lock.key, fairQueueOf(lock.key), fairTimeoutsOf(lock.key)])).toBe(0);
   });
 
   it('moves a waiting owner’s heartbeat on with every attempt, by Redis’s clock, and counts its deadline as RFairLock does', async () => {
@@ -201,11 +197,11 @@ describe('FairLock', () => {
     const admin = suite.admin;
     const holder = await lock.acquire();
     const waiting = lock.acquire();
-    await waitUntil('queued', async () => (await admin.lLen(queueOf(lock.key))) === 1);
-    const [field] = await admin.lRange(queueOf(lock.key), 0, 0);
+    await waitUntil('queued', async () => (await admin.lLen(fairQueueOf(lock.key))) === 1);
+    const [field] = await admin.lRange(fairQueueOf(lock.key), 0, 0);
     if (field === undefined) throw new Error('nobody queued');
     // RFairLock's deadline: the lock's expiry plus one wait step, set once when it joined.
-    const deadline = Number(await admin.zScore(timeoutsOf(lock.key), field));
+    const deadline = Number(await admin.zScore(fairTimeoutsOf(lock.key), field));
     const joinedAt = await redisNowMs(admin);
     expect(deadline - joinedAt).toBeGreaterThan(60_000);
     expect(deadline - joinedAt).toBeLessThanOrEqual(65_000);
@@ -213,7 +209,7 @@ describe('FairLock', () => {
     for (let i = 0; i < 6; i += 1) {
       const [nowMs, beat] = await Promise.all([
         redisNowMs(admin),
-        admin.zScore(heartbeatsOf(lock.key), field),
+        admin.zScore(fairHeartbeatsOf(lock.key), field),
       ]);
       expect(beat).not.toBeNull();
       // Never more than a waiter timeout ahead, and never lapsed while the waiter lives.
@@ -224,10 +220,10 @@ describe('FairLock', () => {
     }
     // A heartbeat every third of the timeout moved it on at least four times; the deadline stayed.
     expect(new Set(beats).size).toBeGreaterThanOrEqual(4);
-    expect(Number(await admin.zScore(timeoutsOf(lock.key), field))).toBe(deadline);
+    expect(Number(await admin.zScore(fairTimeoutsOf(lock.key), field))).toBe(deadline);
     // And the keys expire on their own, a waiter timeout after the latest deadline, once nobody
     // waits any more.
-    for (const key of [queueOf(lock.key), timeoutsOf(lock.key), heartbeatsOf(lock.key)]) {
+    for (const key of [fairQueueOf(lock.key), fairTimeoutsOf(lock.key), fairHeartbeatsOf(lock.key)]) {
       const ttl = await admin.pTTL(key);
       expect(ttl).toBeGreaterThan(deadline - (await redisNowMs(admin)) - 100);
       expect(ttl).toBeLessThanOrEqual(deadline - joinedAt + 900);
@@ -247,15 +243,15 @@ describe('FairLock', () => {
 
     // The lock is free, but another owner (a Redisson waiter, played here) is next in line.
     const nowMs = await redisNowMs(admin);
-    await admin.rPush(queueOf(lock.key), 'redisson-client:7');
-    await admin.zAdd(timeoutsOf(lock.key), { score: nowMs + 60_000, value: 'redisson-client:7' });
+    await admin.rPush(fairQueueOf(lock.key), 'redisson-client:7');
+    await admin.zAdd(fairTimeoutsOf(lock.key), { score: nowMs + 60_000, value: 'redisson-client:7' });
     expect(await lock.tryAcquire()).toBeNull();
     expect(await admin.exists(lock.key)).toBe(0);
     expect(await lineOf(admin, lock.key)).toEqual({
       queue: ['redisson-client:7'],
       timeouts: ['redisson-client:7'],
     });
-    await admin.del([queueOf(lock.key), timeoutsOf(lock.key)]);
+    await admin.del([fairQueueOf(lock.key), fairTimeoutsOf(lock.key)]);
     const lease = await lock.tryAcquire();
     expect(lease).not.toBeNull();
     await lease?.release();
@@ -266,8 +262,8 @@ describe('FairLock', () => {
     const admin = suite.admin;
     // A head that will not come back (a Redisson waiter whose process is gone), lapsing in 1.5 s.
     const nowMs = await redisNowMs(admin);
-    await admin.rPush(queueOf(lock.key), 'gone-client:1');
-    await admin.zAdd(timeoutsOf(lock.key), { score: nowMs + 1_500, value: 'gone-client:1' });
+    await admin.rPush(fairQueueOf(lock.key), 'gone-client:1');
+    await admin.zAdd(fairTimeoutsOf(lock.key), { score: nowMs + 1_500, value: 'gone-client:1' });
     const startedAt = performance.now();
     const lease = await lock.acquire({ waitMs: 10_000 });
     const waited = performance.now() - startedAt;
@@ -275,7 +271,7 @@ describe('FairLock', () => {
     // Re-checked when the head could lapse, not a heartbeat (3.3 s) later.
     expect(waited).toBeLessThan(3_000);
     await lease.release();
-    expect(await admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+    expect(await admin.exists([lock.key, fairQueueOf(lock.key), fairTimeoutsOf(lock.key)])).toBe(0);
   });
 
   it('leaves no queue entry or deadline behind when a wait times out or is aborted', async () => {
@@ -286,7 +282,7 @@ describe('FairLock', () => {
     const last = lock.acquire();
 
     const timedOut = lock.acquire({ waitMs: 400 });
-    await waitUntil('queued', async () => (await admin.lLen(queueOf(lock.key))) === 2);
+    await waitUntil('queued', async () => (await admin.lLen(fairQueueOf(lock.key))) === 2);
     const startedAt = performance.now();
     const outcome = await settle(timedOut);
     expect(outcome.error).toBeInstanceOf(LockTimeoutError);
@@ -296,19 +292,19 @@ describe('FairLock', () => {
 
     const controller = new AbortController();
     const aborted = settle(lock.acquire({ signal: controller.signal }));
-    await waitUntil('queued', async () => (await admin.lLen(queueOf(lock.key))) === 2);
+    await waitUntil('queued', async () => (await admin.lLen(fairQueueOf(lock.key))) === 2);
     const abortedAt = performance.now();
     const reason = new Error('payment run cancelled');
     controller.abort(reason);
     const abortedOutcome = await aborted;
     expect(abortedOutcome.error).toBe(reason);
     expect(abortedOutcome.at - abortedAt).toBeLessThan(500);
-    await waitUntil('the aborted waiter left', async () => (await admin.lLen(queueOf(lock.key))) === 1);
-    expect(await admin.zCard(timeoutsOf(lock.key))).toBe(1);
+    await waitUntil('the aborted waiter left', async () => (await admin.lLen(fairQueueOf(lock.key))) === 1);
+    expect(await admin.zCard(fairTimeoutsOf(lock.key))).toBe(1);
 
     await holder.release();
     await (await last).release();
-    expect(await admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+    expect(await admin.exists([lock.key, fairQueueOf(lock.key), fairTimeoutsOf(lock.key)])).toBe(0);
   });
 
   it('lets the next waiter go at once when the head gives up while the lock is free', async () => {
@@ -319,7 +315,7 @@ describe('FairLock', () => {
     await admin.hSet(lock.key, 'batch-job:1', '1');
     const controller = new AbortController();
     const head = settle(lock.acquire({ signal: controller.signal }));
-    await waitUntil('head queued', async () => (await admin.lLen(queueOf(lock.key))) === 1);
+    await waitUntil('head queued', async () => (await admin.lLen(fairQueueOf(lock.key))) === 1);
     const next = lock.acquire({ waitMs: 20_000 });
     // Each waiter asks once, subscribes, and asks again: only after both second attempts ran may
     // the lock be freed, or the head's second attempt would simply take it.
@@ -331,7 +327,7 @@ describe('FairLock', () => {
           .map((args) => args[4]),
       ).size;
     await monitor.waitFor((lines) => requests(lines) === 4);
-    expect(await admin.lLen(queueOf(lock.key))).toBe(2);
+    expect(await admin.lLen(fairQueueOf(lock.key))).toBe(2);
     // Freed behind everyone's back (no message), then the head gives up: its leave wakes the next.
     await admin.del(lock.key);
     const startedAt = performance.now();
@@ -351,13 +347,13 @@ describe('FairLock', () => {
     const outcome = await locks.lock('settlements:batch').withLock(async () => {
       const patient = lock.acquire({ waitMs: 20_000 });
       const impatient = settle(lock.acquire({ waitMs: 600 }));
-      await waitUntil('queued', async () => (await admin.lLen(queueOf(lock.key))) === 1);
+      await waitUntil('queued', async () => (await admin.lLen(fairQueueOf(lock.key))) === 1);
       await sleep(200);
-      expect(await admin.lLen(queueOf(lock.key))).toBe(1);
+      expect(await admin.lLen(fairQueueOf(lock.key))).toBe(1);
       expect((await impatient).error).toBeInstanceOf(LockTimeoutError);
       // The other acquire of the owner still waits: its place stays.
-      expect(await admin.lLen(queueOf(lock.key))).toBe(1);
-      expect(await admin.zCard(timeoutsOf(lock.key))).toBe(1);
+      expect(await admin.lLen(fairQueueOf(lock.key))).toBe(1);
+      expect(await admin.zCard(fairTimeoutsOf(lock.key))).toBe(1);
       await holder.release();
       const lease = await patient;
       const count = await lock.holdCount();
@@ -365,7 +361,7 @@ describe('FairLock', () => {
       return count;
     });
     expect(outcome).toBe(1);
-    expect(await admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+    expect(await admin.exists([lock.key, fairQueueOf(lock.key), fairTimeoutsOf(lock.key)])).toBe(0);
   });
 
   it('serves the next waiter within the bound when the head’s client is closed while it waits', async () => {
@@ -375,9 +371,9 @@ describe('FairLock', () => {
     const closing = lockClient();
     const head = settle(closing.fairLock(name, { waiterTimeoutMs }).acquire());
     const lock = lockClient().fairLock(name, { waiterTimeoutMs });
-    await waitUntil('head queued', async () => (await suite.admin.lLen(queueOf(lock.key))) === 1);
+    await waitUntil('head queued', async () => (await suite.admin.lLen(fairQueueOf(lock.key))) === 1);
     const next = lock.acquire({ waitMs: 20_000 });
-    await waitUntil('next queued', async () => (await suite.admin.lLen(queueOf(lock.key))) === 2);
+    await waitUntil('next queued', async () => (await suite.admin.lLen(fairQueueOf(lock.key))) === 2);
     // A closed client sends nothing more: its entry stays until its deadline passes.
     await closing.close();
     expect((await head).error).toBeInstanceOf(ClientClosedError);
@@ -386,14 +382,14 @@ describe('FairLock', () => {
     const lease = await next;
     expect(performance.now() - releasedAt).toBeLessThan(waiterTimeoutMs + waiterTimeoutMs / 3 + 1_000);
     await lease.release();
-    expect(await suite.admin.exists([lock.key, queueOf(lock.key), timeoutsOf(lock.key)])).toBe(0);
+    expect(await suite.admin.exists([lock.key, fairQueueOf(lock.key), fairTimeoutsOf(lock.key)])).toBe(0);
   });
 
   it('forceUnlock wakes the head', async () => {
     const lock = lockClient().fairLock('settlements:force');
     const holder = await lock.acquire();
     const waiting = lock.acquire();
-    await waitUntil('queued', async () => (await suite.admin.lLen(queueOf(lock.key))) === 1);
+    await waitUntil('queued', async () => (await suite.admin.lLen(fairQueueOf(lock.key))) === 1);
     expect(await lock.forceUnlock()).toBe(true);
     expect(holder.signal.aborted).toBe(true);
     const lease = await waiting;
@@ -514,7 +510,7 @@ describe('FairLock acquires with an unknown outcome', () => {
     const copies = acquireCalls(watch.lines).filter((cmd) => cancelled.has(cmd[4]));
     expect(copies.length).toBeGreaterThanOrEqual(1);
     for (const copy of copies) expect(await admin.sendCommand(copy)).toBe(-3);
-    expect(await admin.exists([key, queueOf(key), timeoutsOf(key)])).toBe(0);
+    expect(await admin.exists([key, fairQueueOf(key), fairTimeoutsOf(key)])).toBe(0);
 
     // Held by someone else, a waiting request whose reply is lost leaves no place in line behind.
     const holder = await other.fairLock('settlements:unknown').acquire();
@@ -523,9 +519,9 @@ describe('FairLock acquires with an unknown outcome', () => {
     await sleep(400);
     await server.resume();
     expect((await waiting).error).toBeInstanceOf(LockError);
-    await waitUntil('the line is empty', async () => (await admin.lLen(queueOf(key))) === 0, 2_000);
-    expect(await admin.zCard(timeoutsOf(key))).toBe(0);
+    await waitUntil('the line is empty', async () => (await admin.lLen(fairQueueOf(key))) === 0, 2_000);
+    expect(await admin.zCard(fairTimeoutsOf(key))).toBe(0);
     await holder.release();
-    expect(await admin.exists([key, queueOf(key), timeoutsOf(key)])).toBe(0);
+    expect(await admin.exists([key, fairQueueOf(key), fairTimeoutsOf(key)])).toBe(0);
   });
 });

@@ -5,7 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { AcquireRequest, HeldLock, ScriptCall, Target } from '../../src/engine/types.js';
+import type { ScriptCall } from '../../src/engine/script-call.js';
+import type { AcquireRequest, HeldLock, Target } from '../../src/engine/types.js';
 import { READ_PROTOCOL, WRITE_PROTOCOL } from '../../src/primitives/read-write-lock/protocol.js';
 import { uniquePrefix } from '../support/keys.js';
 import { sharedSuite } from '../support/shared-suite.js';
@@ -15,6 +16,7 @@ const LEASE_MS = 5_000;
 describe('read-write lock requests repeated, late, or cancelled', () => {
   const suite = sharedSuite('rw-idem');
 
+  /** The call's raw reply. */
   function send(call: ScriptCall): Promise<unknown> {
     return suite.admin.sendCommand([
       'EVAL',
@@ -23,6 +25,11 @@ describe('read-write lock requests repeated, late, or cancelled', () => {
       ...call.keys,
       ...call.args,
     ]);
+  }
+
+  /** What the call's reply means, read as the engine reads it. */
+  async function decoded<R>(call: ScriptCall<R>): Promise<R> {
+    return call.decode(await send(call));
   }
 
   function setUp(): { key: string; owner: string; read: Target; write: Target } {
@@ -63,7 +70,7 @@ describe('read-write lock requests repeated, late, or cancelled', () => {
     const { key, owner, read } = setUp();
     const first = request(read, owner, 0);
     for (let copy = 0; copy < 2; copy += 1) {
-      expect(READ_PROTOCOL.acquireOutcome(await send(READ_PROTOCOL.acquire(first, copy > 0)))).toEqual({
+      expect(await decoded(READ_PROTOCOL.acquire(first, copy > 0))).toEqual({
         status: 'held',
         proof: undefined,
       });
@@ -79,14 +86,12 @@ describe('read-write lock requests repeated, late, or cancelled', () => {
     expect(await suite.admin.hGet(key, owner)).toBe('1');
     expect(await leaseKeys(key)).toEqual(['1']);
     // A copy of it arriving late is refused and changes nothing.
-    expect(READ_PROTOCOL.acquireOutcome(await send(READ_PROTOCOL.acquire(second, true)))).toEqual({
+    expect(await decoded(READ_PROTOCOL.acquire(second, true))).toEqual({
       status: 'cancelled',
     });
     expect(await suite.admin.hGet(key, owner)).toBe('1');
     // A request from a client whose idea of the count is wrong: its hold was lost.
-    expect(
-      READ_PROTOCOL.acquireOutcome(await send(READ_PROTOCOL.acquire(request(read, owner, 3), false))),
-    ).toEqual({
+    expect(await decoded(READ_PROTOCOL.acquire(request(read, owner, 3), false))).toEqual({
       status: 'lost',
     });
   });
@@ -103,7 +108,7 @@ describe('read-write lock requests repeated, late, or cancelled', () => {
     const hold = held(read, owner);
     const replies = [];
     for (const expected of [2, 2, 1, 1]) {
-      replies.push(READ_PROTOCOL.releaseOutcome(await send(READ_PROTOCOL.release(hold, expected))));
+      replies.push(await decoded(READ_PROTOCOL.release(hold, expected)));
     }
     expect(replies).toEqual(['partial', 'partial', 'freed', 'absent']);
     expect(await suite.admin.exists(key)).toBe(0);
@@ -123,23 +128,21 @@ describe('read-write lock requests repeated, late, or cancelled', () => {
     const second = request(write, writer, 1);
     expect(await send(WRITE_PROTOCOL.acquire(second, false))).toBeNull();
     expect(await send(WRITE_PROTOCOL.cancelAcquire(second, 60_000))).toBe(1);
-    expect(WRITE_PROTOCOL.acquireOutcome(await send(WRITE_PROTOCOL.acquire(second, true)))).toEqual({
+    expect(await decoded(WRITE_PROTOCOL.acquire(second, true))).toEqual({
       status: 'cancelled',
     });
     expect(await suite.admin.hGetAll(key)).toEqual({ mode: 'write', [writer]: '1' });
 
     const hold = held(write, writer);
-    expect(WRITE_PROTOCOL.releaseOutcome(await send(WRITE_PROTOCOL.release(hold, 1)))).toBe('freed');
-    expect(WRITE_PROTOCOL.releaseOutcome(await send(WRITE_PROTOCOL.release(hold, 1)))).toBe('absent');
+    expect(await decoded(WRITE_PROTOCOL.release(hold, 1))).toBe('freed');
+    expect(await decoded(WRITE_PROTOCOL.release(hold, 1))).toBe('absent');
     expect(await suite.admin.exists(key)).toBe(0);
 
     // The owner reads; asking for the write lock now is an upgrade.
     await send(READ_PROTOCOL.acquire(request(read, owner, 0), false));
     const before = await suite.admin.hGetAll(key);
-    const outcome = WRITE_PROTOCOL.acquireOutcome(
-      await send(WRITE_PROTOCOL.acquire(request(write, writer, 0), false)),
-    );
-    expect(outcome?.status).toBe('refused');
+    const outcome = await decoded(WRITE_PROTOCOL.acquire(request(write, writer, 0), false));
+    expect(outcome.status).toBe('refused');
     expect(await suite.admin.hGetAll(key)).toEqual(before);
     expect(await suite.admin.exists(`latchkey_writers:{${key}}`)).toBe(0);
   });

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { firstKeyOf } from '../../src/redis/node-redis-cluster.js';
+import { firstKeyOf } from '../../src/redis/cluster-routing.js';
 import { luaScripts } from '../../src/scripts/generated.js';
 import type { LuaScript } from '../../src/scripts/script.js';
 

@@ -14,6 +14,7 @@ function state(name: string): ChannelState {
     ready: Promise.resolve(),
     generation: 0,
     wakeBy: undefined,
+    present: false,
   };
 }
 

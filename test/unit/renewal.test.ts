@@ -10,8 +10,11 @@ import { Hold } from '../../src/engine/holds/hold.js';
 import { Renewal, type RenewedHolds } from '../../src/engine/holds/renewal.js';
 import type { Watchdog } from '../../src/engine/holds/watchdog.js';
 import { NO_TELEMETRY } from '../../src/engine/telemetry.js';
-import type { Protocol, ScriptCall, Target } from '../../src/engine/types.js';
+import { renewedFlags } from '../../src/engine/replies.js';
+import { ScriptCall } from '../../src/engine/script-call.js';
+import type { HeldLock, Protocol, Target } from '../../src/engine/types.js';
 import type { LockClientEvents } from '../../src/options.js';
+import { luaScripts } from '../../src/scripts/generated.js';
 
 const LEASE_MS = 30_000;
 
@@ -30,9 +33,13 @@ function setup(
   options: { acknowledged?: number; required?: number; closed?: boolean } = {},
 ): Setup {
   const protocol = {
-    renew: (): ScriptCall => ({ script: { name: 'renew' } as ScriptCall['script'], keys: [], args: [] }),
-    renewOutcome: (value: unknown, count: number) =>
-      Array.isArray(value) && value.length === count ? (value as boolean[]) : undefined,
+    renew: (holds: readonly HeldLock[]) =>
+      new ScriptCall(
+        luaScripts['lock/renew'],
+        holds.map((hold) => hold.key),
+        [],
+        renewedFlags(holds.length),
+      ),
   } as unknown as Protocol;
   const target = (name: string): Target => ({
     name,
@@ -52,7 +59,7 @@ function setup(
     connectionClosed: options.closed === true,
     timeoutMs: 1_000,
     replication: options.required === undefined ? undefined : { count: options.required, timeoutMs: 100 },
-    onceSynced: (): Promise<Synced> => {
+    once: (): Promise<Synced> => {
       sent.push(performance.now());
       return Promise.resolve({ reply, acknowledged: options.acknowledged ?? Number.POSITIVE_INFINITY });
     },
@@ -126,7 +133,9 @@ describe('Renewal', () => {
     const errors: Error[] = [];
     unreadable.emitter.on('error', (error) => errors.push(error));
     await expect(unreadable.renewal.renewAll(unreadable.holds)).resolves.toBe(false);
-    expect(errors.map((error) => error.message)).toEqual(['Unexpected reply from the renewal script']);
+    expect(errors.map((error) => error.message)).toEqual([
+      'Unexpected reply from Redis to script "lock/renew": a string',
+    ]);
     expect(unreadable.lost).toEqual([]);
 
     const closed = setup([true, true], { closed: true });

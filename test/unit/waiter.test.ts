@@ -34,6 +34,7 @@ function channel(
     ready: Promise.resolve(),
     generation: 0,
     wakeBy: wakes === undefined ? undefined : { policy: wakes, demands: new Map([[1, count]]) },
+    present: false,
   };
   const waiters = Array.from({ length: count }, () => new Waiter(state, 1));
   state.waiters = [...waiters];

@@ -8,19 +8,21 @@ import type { Telemetry } from '../telemetry.js';
 import { within } from '../timing.js';
 import type { Target } from '../types.js';
 import type { Notifications } from '../wait/channels.js';
-import { AcquireCall, SETTLED, settle, sinceStart } from './call.js';
+import { SETTLED, WaitLoop } from '../wait/loop.js';
+import { AcquireCall, settle, sinceStart } from './call.js';
 import { WaitQueue } from './hand-over.js';
 import { Ticket } from './ticket.js';
-import { WaitLoop, type WaitLoopSettings } from './wait-loop.js';
+import { HoldWaits, type HoldWaitSettings } from './hold-waits.js';
 
 /**
  * How long an aborted acquire waits for its clean-up (withdrawing its waiter, giving back what
  * an attempt in flight took) before it rejects; the clean-up goes on after that.
+ * @internal
  */
-const ABORT_CLEANUP_GRACE_MS = 50;
+export const ABORT_CLEANUP_GRACE_MS = 50;
 
 /** @internal */
-export interface AcquirerSettings extends WaitLoopSettings {
+export interface AcquirerSettings extends HoldWaitSettings {
   readonly watchdogTimeoutMs: number;
   readonly isClosed: () => boolean;
 }
@@ -37,7 +39,8 @@ export interface AcquirerParts {
 }
 
 /**
- * The acquire every hold kind shares: starts the call and its wait (see {@link WaitLoop}: try;
+ * The acquire every hold kind shares: starts the call and its wait (the {@link WaitLoop} with
+ * {@link HoldWaits}: try;
  * when the lock is held, queue (kinds with a wait queue) and subscribe; wake on an unlock
  * message, a hand-over, the holder's expiry or a poll), hands out the kind's lease, and gives up
  * at the deadline or on abort, leaving no queue entry and no hold behind.
@@ -53,7 +56,8 @@ export class Acquirer {
   readonly #leaseHost: LeaseHost;
   readonly #telemetry: Telemetry;
   readonly #queue: WaitQueue;
-  readonly #loop: WaitLoop;
+  readonly #waits: HoldWaits;
+  readonly #loop: WaitLoop<AcquireCall>;
 
   constructor(settings: AcquirerSettings, parts: AcquirerParts) {
     this.#settings = settings;
@@ -65,7 +69,7 @@ export class Acquirer {
     this.#leaseHost = parts.leaseHost;
     this.#telemetry = parts.telemetry;
     this.#queue = new WaitQueue(parts.calls, parts.chains, parts.holds, settings.assertOpen);
-    this.#loop = new WaitLoop(
+    this.#waits = new HoldWaits(
       settings,
       { ...parts, queue: this.#queue },
       {
@@ -74,6 +78,7 @@ export class Acquirer {
         fail: this.#fail,
       },
     );
+    this.#loop = new WaitLoop(parts.notifications, this.#waits, settings.assertOpen);
   }
 
   /** See {@link WaitQueue.onGrant}. */
@@ -130,7 +135,7 @@ export class Acquirer {
       waitMs > 0,
       signal,
       throwOnTimeout,
-      this.#loop.queuing(target) && waitMs > 0 && this.#notifications.grantsReady
+      this.#waits.queuing(target) && waitMs > 0 && this.#notifications.grantsReady
         ? new Ticket(target, field, ttlMs, this.#settings.grantChannel)
         : undefined,
       newLease,

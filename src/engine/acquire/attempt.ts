@@ -1,4 +1,4 @@
-import { LockError, LockLostError, ReplicationError } from '../../errors.js';
+import { LockLostError, ReplicationError } from '../../errors.js';
 import { requestKey } from '../../keys.js';
 import { isTransient } from '../../scripts/runner.js';
 import { redisError, type Calls, type Synced } from '../calls.js';
@@ -6,7 +6,9 @@ import type { OperationChains } from '../chains.js';
 import type { Events } from '../events.js';
 import { Hold } from '../holds/hold.js';
 import type { Holds } from '../holds/holds.js';
+import { outcomeError } from '../outcome-error.js';
 import { retryUnreplicated } from '../replication.js';
+import type { ScriptCall } from '../script-call.js';
 import { abortable } from '../timing.js';
 import type { AcquireOutcome, AcquireRequest } from '../types.js';
 import type { Notifications } from '../wait/channels.js';
@@ -142,14 +144,29 @@ export class Attempts {
         waiting,
       };
       const sentAt = performance.now();
-      const { reply, acknowledged } = await this.#send(call, request, ticket, sentAt, keepBusy);
+      const acquire = target.protocol.acquire(request, false);
+      const { reply, acknowledged } = await this.#send(call, acquire, request, ticket, sentAt, keepBusy);
+      const outcome = this.#decode(acquire, reply, ticket, sentAt);
+      return this.#outcome(outcome, { request, hold, existing, sentAt, acknowledged }, keepBusy);
+    });
+  }
 
-      const outcome: AcquireOutcome | undefined = target.protocol.acquireOutcome(reply);
+  /** What the acquire's reply says; the ticket's attempt is settled either way. */
+  #decode(
+    acquire: ScriptCall<AcquireOutcome>,
+    reply: unknown,
+    ticket: Ticket | undefined,
+    sentAt: number,
+  ): AcquireOutcome {
+    let outcome: AcquireOutcome | undefined;
+    try {
+      outcome = acquire.decode(reply);
+      return outcome;
+    } finally {
       if (ticket !== undefined) {
         this.#queue.tickets.settle(ticket, sentAt, outcome?.status === 'busy' ? outcome.pushed : undefined);
       }
-      return this.#outcome(outcome, { request, hold, existing, sentAt, acknowledged }, keepBusy);
-    });
+    }
   }
 
   /**
@@ -158,6 +175,7 @@ export class Attempts {
    */
   async #send(
     call: AcquireCall,
+    acquire: ScriptCall<AcquireOutcome>,
     request: AcquireRequest,
     ticket: Ticket | undefined,
     sentAt: number,
@@ -167,7 +185,7 @@ export class Attempts {
     const protocol = target.protocol;
     try {
       return await this.#calls.synced(
-        protocol.acquire(request, false),
+        acquire,
         // A call with a deadline ends by it plus one command timeout, whatever Redis does; one
         // without keeps trying through an outage (as a semaphore's or a latch's wait does) until
         // its caller aborts or the client closes.
@@ -192,11 +210,11 @@ export class Attempts {
   }
 
   /** What the acquire script's reply says: a hold, a busy lock, a rolled-back grant, or an error. */
-  #outcome(outcome: AcquireOutcome | undefined, sent: Sent, keepBusy: KeepBusy): Attempt {
+  #outcome(outcome: AcquireOutcome, sent: Sent, keepBusy: KeepBusy): Attempt {
     const { request, hold, existing, sentAt, acknowledged } = sent;
     const { target, expected } = request;
     const holds = this.#holds;
-    switch (outcome?.status) {
+    switch (outcome.status) {
       case 'held': {
         const required = this.#calls.replication?.count ?? 0;
         if (acknowledged < required) {
@@ -226,24 +244,12 @@ export class Attempts {
       }
       case 'busy':
         return { pttl: outcome.pttl };
-      case 'lost': {
-        const message = `Lock "${target.name}" is no longer held by this owner: it was lost or changed behind its back`;
-        throw existing === undefined
-          ? new LockLostError(message, 'not-owner')
-          : holds.markLost(existing, 'not-owner', message);
-      }
-      case 'refused':
-        throw outcome.error(target.name);
-      case 'cancelled':
-        // Only a request this client gave up on is refused, and requests are never reused.
-        throw new LockError(
-          'REDIS_ERROR',
-          `Acquire request for lock "${target.name}" was refused as cancelled`,
-        );
       default:
-        throw new LockError(
-          'REDIS_ERROR',
-          `Unexpected reply from the acquire script for lock "${target.name}"`,
+        // A lost re-entry declares the owner's hold lost; a first acquire has none to declare.
+        throw outcomeError(
+          outcome,
+          target.name,
+          existing === undefined ? undefined : (message) => holds.markLost(existing, 'not-owner', message),
         );
     }
   }

@@ -3,7 +3,8 @@ import type { Hold } from '../holds/hold.js';
 import type { Lease, LeaseFactory } from '../lease.js';
 import type { Unreplicated } from '../replication.js';
 import type { Target } from '../types.js';
-import type { WaitListener, Waiter, WakeReason } from '../wait/waiter.js';
+import { Waiting } from '../wait/loop.js';
+import type { WakeReason } from '../wait/waiter.js';
 import type { Ticket } from './ticket.js';
 
 /**
@@ -22,7 +23,7 @@ export type Settled =
  * shared by its steps. While it waits, this is all that is kept of it (with its waiter and
  * ticket): no suspended function, so a process can keep many waiting at little cost.
  */
-export class AcquireCall implements WaitListener {
+export class AcquireCall extends Waiting {
   constructor(
     readonly target: Target,
     readonly field: string,
@@ -30,11 +31,9 @@ export class AcquireCall implements WaitListener {
     readonly chain: string,
     readonly ttlMs: number,
     readonly watchdog: boolean,
-    /** Monotonic time at which the wait runs out. */
-    readonly deadline: number,
-    /** Whether the call may wait (waitMs > 0). */
-    readonly waiting: boolean,
-    readonly signal: AbortSignal | undefined,
+    deadline: number,
+    waiting: boolean,
+    signal: AbortSignal | undefined,
     /** Whether the call rejects when its wait runs out, rather than resolving null. */
     readonly throwOnTimeout: boolean,
     /** Its place in the lock's wait queue, for kinds that have one. */
@@ -43,52 +42,26 @@ export class AcquireCall implements WaitListener {
     readonly newLease: LeaseFactory<Lease>,
     /** Monotonic time the caller's call started. */
     readonly startedAt: number,
-    /** Goes on with the wait after a wake-up (the acquirer's). */
-    readonly resume: (call: AcquireCall, reason: WakeReason) => void,
-    /** Ends the call with an error (the acquirer's). */
-    readonly fail: (call: AcquireCall, error: unknown) => void,
-  ) {}
+    resume: (call: AcquireCall, reason: WakeReason) => void,
+    fail: (call: AcquireCall, error: unknown) => void,
+  ) {
+    super(deadline, waiting, signal, resume, fail);
+  }
 
   /** An attempt the caller stopped waiting for: what it took must be given back. */
   abandoned: Promise<unknown> | undefined;
-  /** Its place in the local queue of the lock's channel, once it waits. */
-  waiter: Waiter | undefined;
   /** Whether it ended holding the lock. */
   acquired = false;
-  /** When the lock is expected to expire, as far as this waiter knows (monotonic). */
-  expiresAt = Number.POSITIVE_INFINITY;
   /** The holder's PTTL in the latest busy reply, in ms (-1: no expiry); undefined before one. */
   lastPttl: number | undefined;
   /** Bound of the next wait for kinds that poll; grows after each attempt. */
   pollMs = Number.POSITIVE_INFINITY;
-  /** Whether to try at once rather than wait first. */
-  tryNow = false;
-  /** The waiter's generation when the attempt in flight was sent. */
-  generation = 0;
   /** Settle the caller's promise. */
   resolve: (lease: Lease | null) => void = noop;
   reject: (error: unknown) => void = noop;
-
-  /**
-   * See {@link WaitListener}: the wait goes on in a microtask, once whatever woke it (a message
-   * handler, a timer, another waiter leaving) has returned, as after an awaited promise.
-   */
-  woken(reason: WakeReason): void {
-    void SETTLED.then(() => this.resume(this, reason));
-  }
-
-  failed(error: unknown): void {
-    void SETTLED.then(() => this.fail(this, error));
-  }
 }
 
 function noop(): void {}
-
-/**
- * A settled promise whose reactions are the wait loop's next steps: a microtask as
- * `queueMicrotask` makes one, in the same order, without its per-call async resource.
- */
-export const SETTLED: Promise<void> = Promise.resolve();
 
 /** Resolves the call with `lease` or, if `failed`, rejects it with `failure`. */
 export function settle(

@@ -9,6 +9,9 @@ import { Releases } from './release.js';
 import { RENEW_BATCH_SIZE, Renewal } from './renewal.js';
 import { Watchdog } from './watchdog.js';
 
+/** For a call tried once. */
+const NO_RETRY = (): boolean => false;
+
 /** @internal */
 export interface HoldsSettings {
   /** Lease of a hold the watchdog renews, in milliseconds. */
@@ -148,9 +151,10 @@ export class Holds {
   /** Frees a lock whoever holds it; this client's holders of it are told at once. */
   async forceUnlock(target: Target): Promise<boolean> {
     if (this.#settings.isClosed()) throw new ClientClosedError();
+    const call = target.protocol.forceRelease(target);
     let reply: unknown;
     try {
-      reply = await this.#calls.idempotent(target.protocol.forceRelease(target), (attempt) => attempt < 3);
+      reply = await this.#calls.idempotent(call, (attempt) => attempt < 3);
     } catch (error) {
       throw redisError(error, `force-unlocking lock "${target.name}"`);
     }
@@ -159,7 +163,7 @@ export class Holds {
         this.markLost(hold, 'force-unlocked', `Lock "${hold.name}" was force-unlocked`);
       }
     }
-    return Number(reply) === 1;
+    return call.decode(reply);
   }
 
   /** On close: stops renewal, declares every hold lost and drops it in Redis (one try each). */
@@ -174,9 +178,8 @@ export class Holds {
           'client-closed',
           `Lock "${hold.name}" was given up because its LockClient closed`,
         );
-        return this.#calls
-          .once(hold.target.protocol.abandon(hold), this.#calls.timeoutMs)
-          .catch(() => undefined);
+        // One try, and no wait for replicas: the client is closing.
+        return this.#calls.idempotent(hold.target.protocol.abandon(hold), NO_RETRY).catch(() => undefined);
       }),
     );
   }

@@ -1,15 +1,11 @@
-import {
-  LockError,
-  LockNotOwnedError,
-  ReplicationError,
-  type LockLostError,
-  type LockLostReason,
-} from '../../errors.js';
+import { ReplicationError, type LockLostError, type LockLostReason } from '../../errors.js';
 import { redisError, type Calls, type Synced } from '../calls.js';
 import type { OperationChains } from '../chains.js';
 import type { Events } from '../events.js';
 import type { Telemetry } from '../telemetry.js';
-import type { ScriptCall } from '../types.js';
+import { outcomeError } from '../outcome-error.js';
+import type { ScriptCall } from '../script-call.js';
+import type { ReleaseOutcome } from '../types.js';
 import { lostRelease, type Hold } from './hold.js';
 import type { Watchdog } from './watchdog.js';
 
@@ -78,22 +74,10 @@ export class Releases {
     const repeated = expected === 1 && hold.releaseUnconfirmed;
     const call = hold.target.protocol.release(hold, expected);
     const calls = this.#parts.calls;
-    const retry = (error: unknown): Promise<void> =>
-      this.#releaseRetried(hold, expected, sentAt, repeated, call, error);
-    if (calls.replication === undefined) {
-      return calls
-        .once(call, calls.timeoutMs)
-        .then(
-          (reply) => this.#released(hold, expected, sentAt, repeated, reply, Number.POSITIVE_INFINITY),
-          retry,
-        );
-    }
-    return calls
-      .onceSynced(call, calls.timeoutMs)
-      .then(
-        (synced) => this.#released(hold, expected, sentAt, repeated, synced.reply, synced.acknowledged),
-        retry,
-      );
+    return calls.once(call, calls.timeoutMs).then(
+      (synced) => this.#released(hold, call, expected, sentAt, repeated, synced),
+      (error: unknown) => this.#releaseRetried(hold, expected, sentAt, repeated, call, error),
+    );
   }
 
   /** A first try that failed: tried again while that is worth it, as any release call is. */
@@ -102,13 +86,13 @@ export class Releases {
     expected: number,
     sentAt: number,
     wasRepeated: boolean,
-    call: ScriptCall,
+    call: ScriptCall<ReleaseOutcome>,
     error: unknown,
   ): Promise<void> {
     let repeated = wasRepeated;
     let synced: Synced;
     try {
-      synced = await this.#parts.calls.syncedRetry(
+      synced = await this.#parts.calls.retry(
         error,
         call,
         this.#keepReleasing(hold, sentAt, () => (repeated = true)),
@@ -117,7 +101,7 @@ export class Releases {
       hold.releasing -= 1;
       this.#releaseFailed(hold, expected, failure);
     }
-    this.#released(hold, expected, sentAt, repeated, synced.reply, synced.acknowledged);
+    this.#released(hold, call, expected, sentAt, repeated, synced);
   }
 
   /**
@@ -152,31 +136,19 @@ export class Releases {
    */
   #released(
     hold: Hold,
+    call: ScriptCall<ReleaseOutcome>,
     expected: number,
     sentAt: number,
     repeated: boolean,
-    reply: unknown,
-    acknowledged: number,
+    { reply, acknowledged }: Synced,
   ): void {
     try {
-      const protocol = hold.target.protocol;
-      const outcome = protocol.releaseOutcome(reply);
-      if (outcome === undefined) {
-        throw new LockError(
-          'REDIS_ERROR',
-          `Unexpected reply from the release script for lock "${hold.name}"`,
-        );
-      }
-      if (outcome === 'absent') {
-        if (!(repeated && expected === 1 && performance.now() < hold.validUntil)) {
-          const message = `Lock "${hold.name}" is not held by this owner: it expired or was taken over`;
-          this.#holds.markLost(hold, 'not-owner', message);
-          throw new LockNotOwnedError(message, { cause: hold.lostError });
-        }
-      } else if (outcome === 'changed') {
-        const message = `Lock "${hold.name}" is no longer held by this owner: its hold count changed behind its back`;
-        this.#holds.markLost(hold, 'not-owner', message);
-        throw new LockNotOwnedError(message, { cause: hold.lostError });
+      const outcome = call.decode(reply);
+      // A repeated last release that finds nothing within the lease finds what an earlier copy did.
+      const replayed =
+        outcome === 'absent' && repeated && expected === 1 && performance.now() < hold.validUntil;
+      if ((outcome === 'absent' && !replayed) || outcome === 'changed') {
+        throw outcomeError(outcome, hold.name, (message) => this.#holds.markLost(hold, 'not-owner', message));
       }
       this.#reportUnreplicated(hold, acknowledged);
       hold.count = expected - 1;

@@ -1,4 +1,4 @@
-import { LockError, ReplicationError, type LockLostError, type LockLostReason } from '../../errors.js';
+import { ReplicationError, type LockLostError, type LockLostReason } from '../../errors.js';
 import type { Calls } from '../calls.js';
 import { toError, type Events } from '../events.js';
 import type { Telemetry } from '../telemetry.js';
@@ -76,12 +76,13 @@ export class Renewal {
     const protocol = holds[0]?.target.protocol;
     if (protocol === undefined) return true;
     const sentAt = performance.now();
+    const call = protocol.renew(holds, this.#parts.watchdogTimeoutMs);
     let reply: unknown;
     let acknowledged: number;
     try {
       // No call may outlast the interval: the next one must go out in time.
-      ({ reply, acknowledged } = await this.#parts.calls.onceSynced(
-        protocol.renew(holds, this.#parts.watchdogTimeoutMs),
+      ({ reply, acknowledged } = await this.#parts.calls.once(
+        call,
         Math.min(this.#parts.calls.timeoutMs, this.#parts.renewIntervalMs),
       ));
     } catch (error) {
@@ -89,10 +90,12 @@ export class Renewal {
       this.#renewFailed(protocol, holds, toError(error));
       return false;
     }
-    const renewed = protocol.renewOutcome(reply, holds.length);
-    if (renewed === undefined) {
+    let renewed: readonly boolean[];
+    try {
+      renewed = call.decode(reply);
+    } catch (error) {
       this.#parts.telemetry.renewalFailed(protocol, holds.length);
-      this.#parts.events.error(new LockError('REDIS_ERROR', 'Unexpected reply from the renewal script'));
+      this.#parts.events.error(toError(error));
       return false;
     }
     // With syncReplicas, a renewal too few replicas acknowledged does not count: a failover

@@ -1,12 +1,10 @@
 import { Writes } from '../../engine/index.js';
-import type { Condition, ConditionCall, ConditionTry, Engine } from '../../engine/index.js';
+import type { ConditionCall, Engine } from '../../engine/index.js';
 import { InvalidArgumentError, LockError } from '../../errors.js';
 import { latchChannel, lockKey } from '../../keys.js';
 import { checkDuration, checkOptions, checkSignal, checkWait, describe } from '../../validate.js';
+import { KIND, LatchOpening } from './opening.js';
 import { LATCH_PROTOCOL, parseCount, type LatchTarget } from './protocol.js';
-
-/** The kind, as telemetry names it. */
-const KIND = 'count-down-latch';
 
 /** Redis's counters are 64-bit; a count must also survive the trip through a JS number. */
 const MAX_COUNT = Number.MAX_SAFE_INTEGER;
@@ -89,6 +87,8 @@ export class CountDownLatch {
   readonly #writes: Writes;
   /** What its calls are reported as to OpenTelemetry. */
   readonly #report: ConditionCall;
+  /** What its awaits wait for, made with the first. */
+  #opening: LatchOpening | undefined;
 
   /** @internal Use {@link LockClient.countDownLatch}. */
   constructor(engine: Engine, keyPrefix: string, name: string) {
@@ -128,14 +128,12 @@ export class CountDownLatch {
     const checked = checkCount(count);
     const given = checkOptions('options', options, SET_OPTIONS);
     const ttlMs = given.ttlMs === undefined ? 0 : checkDuration('ttlMs', given.ttlMs, 1);
-    const reply = await this.#writes.giving(
+    return this.#writes.giving(
       (requestKey, recordTtlMs) =>
         LATCH_PROTOCOL.trySetCount(this.#target, requestKey, checked, ttlMs, recordTtlMs),
       `setting the count of latch "${this.#name}"`,
-      (written) =>
-        LATCH_PROTOCOL.trySetCountOutcome(written) === true && `The count of latch "${this.#name}" was set`,
+      (set) => set && `The count of latch "${this.#name}" was set`,
     );
-    return this.#decoded(LATCH_PROTOCOL.trySetCountOutcome(reply), reply, 'setting the count');
   }
 
   /**
@@ -159,12 +157,12 @@ export class CountDownLatch {
    */
   countDown(): Promise<number> {
     return this.#engine.conditionTelemetry.countDown(this.#report, async () => {
-      const reply = await this.#writes.giving(
+      const { count } = await this.#writes.giving(
         (requestKey, recordTtlMs) => LATCH_PROTOCOL.countDown(this.#target, requestKey, recordTtlMs),
         `counting down latch "${this.#name}"`,
-        (written) => LATCH_PROTOCOL.countDownCounted(written) && `Latch "${this.#name}" was counted down`,
+        ({ counted }) => counted && `Latch "${this.#name}" was counted down`,
       );
-      return this.#decoded(LATCH_PROTOCOL.countDownOutcome(reply), reply, 'counting down');
+      return count;
     });
   }
 
@@ -202,24 +200,22 @@ export class CountDownLatch {
    * const warm = await latch.await({ waitMs: 60_000, signal: shutdown.signal });
    * ```
    */
-  async await(options?: LatchAwaitOptions): Promise<boolean> {
-    const given = checkOptions('options', options, AWAIT_OPTIONS);
-    const waitMs = given.waitMs === undefined ? Number.POSITIVE_INFINITY : checkWait('waitMs', given.waitMs);
-    const signal = checkSignal('signal', given.signal);
-    const condition: Condition<true> = {
-      what: `latch "${this.#name}"`,
-      kind: KIND,
-      channel: this.#target.channel,
-      // A message changes the count for everyone: every local waiter re-reads it.
-      wakes: () => Number.POSITIVE_INFINITY,
-      attempt: (deadline) => this.#attempt(deadline),
-    };
-    return this.#engine.conditionTelemetry.awaiting(
-      this.#report,
-      waitMs,
-      signal,
-      async () => (await this.#engine.waitFor(condition, waitMs, signal)) !== null,
-    );
+  await(options?: LatchAwaitOptions): Promise<boolean> {
+    let waitMs: number;
+    let signal: AbortSignal | undefined;
+    try {
+      const given = checkOptions('options', options, AWAIT_OPTIONS);
+      waitMs = given.waitMs === undefined ? Number.POSITIVE_INFINITY : checkWait('waitMs', given.waitMs);
+      signal = checkSignal('signal', given.signal);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const engine = this.#engine;
+    const opening = (this.#opening ??= new LatchOpening(engine, this.#name, this.#target));
+    // The wait's own promise, with no async function around it while telemetry records nothing.
+    const telemetry = engine.conditionTelemetry;
+    if (!telemetry.enabled) return engine.waitFor(opening, waitMs, signal);
+    return telemetry.awaiting(this.#report, waitMs, signal, () => engine.waitFor(opening, waitMs, signal));
   }
 
   /**
@@ -235,23 +231,11 @@ export class CountDownLatch {
    */
   async delete(): Promise<boolean> {
     // Deleting twice is deleting once: safe to retry as it is.
-    const reply = await this.#writes.repeatable(
+    return this.#writes.repeatable(
       LATCH_PROTOCOL.delete(this.#target),
       `deleting latch "${this.#name}"`,
-      (written) => LATCH_PROTOCOL.deleteOutcome(written) === true && `Latch "${this.#name}" was deleted`,
+      (deleted) => deleted && `Latch "${this.#name}" was deleted`,
     );
-    return this.#decoded(LATCH_PROTOCOL.deleteOutcome(reply), reply, 'deleting');
-  }
-
-  async #attempt(deadline: number): Promise<ConditionTry<true>> {
-    const reply = await this.#engine.call(
-      LATCH_PROTOCOL.state(this.#target),
-      `reading latch "${this.#name}"`,
-      Number.isFinite(deadline) ? deadline : undefined,
-    );
-    const state = this.#decoded(LATCH_PROTOCOL.stateOutcome(reply), reply, 'reading the count');
-    if (state.count <= 0) return { done: true, value: true };
-    return { done: false, recheckMs: state.ttlMs };
   }
 
   #decoded<T>(value: T | undefined, reply: unknown, doing: string): T {

@@ -1,4 +1,4 @@
-import type { ScriptCall } from '../../engine/index.js';
+import { ScriptCall } from '../../engine/index.js';
 import { luaScripts } from '../../scripts/generated.js';
 
 /** Reply of count-down-latch/try-set-count.lua when it set the count. */
@@ -36,11 +36,52 @@ export function parseCount(value: unknown): number | undefined {
   return Math.max(0, Number(text));
 }
 
+/** try-set-count.lua: whether the count was set; undefined for a reply the script never gives. */
+function countSet(reply: unknown): boolean | undefined {
+  const code = Number(reply);
+  if (code === COUNT_SET) return true;
+  if (code === LATCH_EXISTS) return false;
+  return undefined;
+}
+
+/** What a count-down did. @internal */
+export interface CountedDown {
+  /** The count after it, never below zero: 0 once the latch is open. */
+  readonly count: number;
+  /** Whether it counted: false when no latch existed (or its count was already at zero). */
+  readonly counted: boolean;
+}
+
+/** count-down.lua: the count after a count-down; undefined for a reply that is no integer. */
+function countedDown(reply: unknown): CountedDown | undefined {
+  const count = Number(reply);
+  if (reply === null || reply === undefined || !Number.isInteger(count)) return undefined;
+  return { count: Math.max(0, count), counted: count >= 0 };
+}
+
+/** state.lua: the count and the key's time left; undefined for a reply the script never gives. */
+function stateOf(reply: unknown): LatchState | undefined {
+  if (!Array.isArray(reply) || reply.length !== 2) return undefined;
+  const count = parseCount(reply[0]);
+  const pttl = Number(reply[1]);
+  if (count === undefined || !Number.isInteger(pttl) || pttl < -2) return undefined;
+  // -1: no expiry; -2: no key (then the count is 0 and nobody waits on the TTL).
+  return { count, ttlMs: pttl === NO_EXPIRY || pttl < 0 ? Number.POSITIVE_INFINITY : pttl };
+}
+
+/** delete.lua: whether a latch was deleted. */
+function deleted(reply: unknown): boolean | undefined {
+  const code = Number(reply);
+  if (code === DELETED) return true;
+  if (code === 0) return false;
+  return undefined;
+}
+
 /**
  * The count-down latch's calls, in Redisson's RCountDownLatch layout: a string counter
  * `<key>`, changes announced on `redisson_countdownlatch__channel__{<key>}` — `0` when it opens,
  * `1` when a count is set. latchkey's writes carry a request key, so a retried copy of a call
- * whose reply was lost is applied once.
+ * whose reply was lost is applied once. Each call reads its own reply.
  * @internal
  */
 export const LATCH_PROTOCOL = {
@@ -50,55 +91,26 @@ export const LATCH_PROTOCOL = {
     count: number,
     ttlMs: number,
     recordTtlMs: number,
-  ): ScriptCall {
-    return {
-      script: luaScripts['count-down-latch/try-set-count'],
-      keys: [latch.key, requestKey],
-      args: [latch.channel, String(count), String(ttlMs), String(recordTtlMs)],
-    };
+  ): ScriptCall<boolean> {
+    return new ScriptCall(
+      luaScripts['count-down-latch/try-set-count'],
+      [latch.key, requestKey],
+      [latch.channel, String(count), String(ttlMs), String(recordTtlMs)],
+      countSet,
+    );
   },
-  /** Whether the count was set; undefined for a reply the script never gives. */
-  trySetCountOutcome(reply: unknown): boolean | undefined {
-    const code = Number(reply);
-    if (code === COUNT_SET) return true;
-    if (code === LATCH_EXISTS) return false;
-    return undefined;
+  countDown(latch: LatchTarget, requestKey: string, recordTtlMs: number): ScriptCall<CountedDown> {
+    return new ScriptCall(
+      luaScripts['count-down-latch/count-down'],
+      [latch.key, requestKey],
+      [latch.channel, String(recordTtlMs)],
+      countedDown,
+    );
   },
-  countDown(latch: LatchTarget, requestKey: string, recordTtlMs: number): ScriptCall {
-    return {
-      script: luaScripts['count-down-latch/count-down'],
-      keys: [latch.key, requestKey],
-      args: [latch.channel, String(recordTtlMs)],
-    };
+  state(latch: LatchTarget): ScriptCall<LatchState> {
+    return new ScriptCall(luaScripts['count-down-latch/state'], [latch.key], [], stateOf);
   },
-  /** The count after a count-down, never below zero; undefined for a reply that is no integer. */
-  countDownOutcome(reply: unknown): number | undefined {
-    const count = Number(reply);
-    if (reply === null || reply === undefined || !Number.isInteger(count)) return undefined;
-    return Math.max(0, count);
-  },
-  /** Whether a count-down counted (a latch existed); a count-down that found none changed nothing. */
-  countDownCounted(reply: unknown): boolean {
-    return Number(reply) >= 0;
-  },
-  state(latch: LatchTarget): ScriptCall {
-    return { script: luaScripts['count-down-latch/state'], keys: [latch.key], args: [] };
-  },
-  stateOutcome(reply: unknown): LatchState | undefined {
-    if (!Array.isArray(reply) || reply.length !== 2) return undefined;
-    const count = parseCount(reply[0]);
-    const pttl = Number(reply[1]);
-    if (count === undefined || !Number.isInteger(pttl) || pttl < -2) return undefined;
-    // -1: no expiry; -2: no key (then the count is 0 and nobody waits on the TTL).
-    return { count, ttlMs: pttl === NO_EXPIRY || pttl < 0 ? Number.POSITIVE_INFINITY : pttl };
-  },
-  delete(latch: LatchTarget): ScriptCall {
-    return { script: luaScripts['count-down-latch/delete'], keys: [latch.key], args: [latch.channel] };
-  },
-  deleteOutcome(reply: unknown): boolean | undefined {
-    const code = Number(reply);
-    if (code === DELETED) return true;
-    if (code === 0) return false;
-    return undefined;
+  delete(latch: LatchTarget): ScriptCall<boolean> {
+    return new ScriptCall(luaScripts['count-down-latch/delete'], [latch.key], [latch.channel], deleted);
   },
 } as const;

@@ -1,48 +1,27 @@
 import {
+  countedRelease,
   renewedFlags,
+  ScriptCall,
+  sharedAcquireReply,
+  yesOrNo,
   type AcquireOutcome,
   type AcquireRequest,
   type HeldLock,
   type Protocol,
   type ReleaseOutcome,
-  type ScriptCall,
   type Target,
 } from '../../engine/index.js';
 import { fairHeartbeatKey, fairQueueKey, fairTimeoutKey, fairWaiterChannel } from '../../keys.js';
 import { luaScripts } from '../../scripts/generated.js';
 
-/** Reply codes of lua-scripts/fair-lock/acquire.lua. */
-const ACQUIRE_CANCELLED = -3;
-const HOLD_LOST = -4;
-/** Reply codes of lua-scripts/fair-lock/release.lua. */
-const RELEASE_PARTIAL = 0;
-const RELEASE_FREED = 1;
-
-function acquireOutcome(reply: unknown): AcquireOutcome | undefined {
-  if (reply === null || reply === undefined) return { status: 'held', proof: undefined };
+/** fair-lock/acquire.lua: nil, {wait} when it is not this owner's turn, or a shared code. */
+function acquired(reply: unknown): AcquireOutcome | undefined {
   if (Array.isArray(reply)) {
     // Not this owner's turn: when to look again (the lock's PTTL, or when the head may lapse).
     const wait = Number(reply[0]);
     return Number.isInteger(wait) && wait >= -1 ? { status: 'busy', pttl: wait, pushed: false } : undefined;
   }
-  const code = Number(reply);
-  if (code === ACQUIRE_CANCELLED) return { status: 'cancelled' };
-  if (code === HOLD_LOST) return { status: 'lost' };
-  return undefined;
-}
-
-function releaseOutcome(reply: unknown): ReleaseOutcome | undefined {
-  if (reply === null || reply === undefined) return 'absent';
-  switch (Number(reply)) {
-    case RELEASE_PARTIAL:
-      return 'partial';
-    case RELEASE_FREED:
-      return 'freed';
-    case HOLD_LOST:
-      return 'changed';
-    default:
-      return undefined;
-  }
+  return sharedAcquireReply(reply);
 }
 
 /**
@@ -54,80 +33,82 @@ function keysOf(key: string, request?: string): string[] {
   return request === undefined ? [key, ...queue] : [key, request, ...queue];
 }
 
+/** What every call of one fair lock protocol passes on: the waiter timeout and the wait step. */
+interface Timing {
+  readonly waiterTimeout: string;
+  readonly waitStep: string;
+}
+
+function leaveCall({ waitStep }: Timing, target: Target, field: string): ScriptCall<boolean> {
+  const args = [target.channel, field, waitStep];
+  return new ScriptCall(luaScripts['fair-lock/leave'], keysOf(target.key), args, yesOrNo);
+}
+
+function acquireCall(timing: Timing, request: AcquireRequest): ScriptCall<AcquireOutcome> {
+  const args = [
+    String(request.leaseMs),
+    request.field,
+    String(request.expected),
+    request.waiting ? '1' : '',
+    timing.waiterTimeout,
+    timing.waitStep,
+  ];
+  return new ScriptCall(
+    luaScripts['fair-lock/acquire'],
+    keysOf(request.target.key, request.requestKey),
+    args,
+    acquired,
+  );
+}
+
+function cancelAcquireCall(
+  { waitStep }: Timing,
+  request: AcquireRequest,
+  recordTtlMs: number,
+): ScriptCall<boolean> {
+  const { target } = request;
+  const args = [target.channel, request.field, String(request.expected), String(recordTtlMs), waitStep];
+  return new ScriptCall(
+    luaScripts['fair-lock/cancel-acquire'],
+    keysOf(target.key, request.requestKey),
+    args,
+    yesOrNo,
+  );
+}
+
+function releaseCall(hold: HeldLock, expected: number): ScriptCall<ReleaseOutcome> {
+  const args = [hold.channel, String(hold.ttlMs), hold.field, String(expected)];
+  return new ScriptCall(luaScripts['fair-lock/release'], keysOf(hold.key), args, countedRelease);
+}
+
+/** The lock itself is a plain RLock hash: the lock's renewal applies as it is. */
+function renewCall(holds: readonly HeldLock[], leaseMs: number): ScriptCall<readonly boolean[]> {
+  const keys = holds.map((hold) => hold.key);
+  const args = [String(leaseMs), ...holds.map((hold) => hold.field)];
+  return new ScriptCall(luaScripts['lock/renew'], keys, args, renewedFlags(holds.length));
+}
+
 function fairProtocol(waiterTimeoutMs: number, waitStepMs: number): Protocol {
-  const waiterTimeout = String(waiterTimeoutMs);
-  const waitStep = String(waitStepMs);
+  const timing: Timing = { waiterTimeout: String(waiterTimeoutMs), waitStep: String(waitStepMs) };
   return {
     kind: 'fair-lock',
     // Waiters are served from Redisson's queue in Redis, in its order; nothing is handed over.
     queue: undefined,
     needsProof: false,
     poll: undefined,
-    waitChannel: (target: Target, field: string) => fairWaiterChannel(target.key, field),
+    waitChannel: (target, field) => fairWaiterChannel(target.key, field),
     // Three calls per waiter timeout: a waiter that misses one or two (a slow reply, a short
     // stall) still keeps its place.
     heartbeatMs: Math.max(1, Math.floor(waiterTimeoutMs / 3)),
-    leave(target: Target, field: string): ScriptCall {
-      return {
-        script: luaScripts['fair-lock/leave'],
-        keys: keysOf(target.key),
-        args: [target.channel, field, waitStep],
-      };
-    },
-    acquire(request: AcquireRequest): ScriptCall {
-      return {
-        script: luaScripts['fair-lock/acquire'],
-        keys: keysOf(request.target.key, request.requestKey),
-        args: [
-          String(request.leaseMs),
-          request.field,
-          String(request.expected),
-          request.waiting ? '1' : '',
-          waiterTimeout,
-          waitStep,
-        ],
-      };
-    },
-    acquireOutcome,
-    cancelAcquire(request: AcquireRequest, recordTtlMs: number): ScriptCall {
-      const { target } = request;
-      return {
-        script: luaScripts['fair-lock/cancel-acquire'],
-        keys: keysOf(target.key, request.requestKey),
-        args: [target.channel, request.field, String(request.expected), String(recordTtlMs), waitStep],
-      };
-    },
-    release(hold: HeldLock, expected: number): ScriptCall {
-      return {
-        script: luaScripts['fair-lock/release'],
-        keys: keysOf(hold.key),
-        args: [hold.channel, String(hold.ttlMs), hold.field, String(expected)],
-      };
-    },
-    releaseOutcome,
-    // The lock itself is a plain RLock hash: the lock's renewal applies as it is.
-    renew(holds: readonly HeldLock[], leaseMs: number): ScriptCall {
-      return {
-        script: luaScripts['lock/renew'],
-        keys: holds.map((hold) => hold.key),
-        args: [String(leaseMs), ...holds.map((hold) => hold.field)],
-      };
-    },
-    renewOutcome: renewedFlags,
-    abandon(hold: HeldLock): ScriptCall {
-      return {
-        script: luaScripts['fair-lock/abandon'],
-        keys: keysOf(hold.key),
-        args: [hold.channel, hold.field],
-      };
-    },
-    forceRelease(target: Target): ScriptCall {
-      return {
-        script: luaScripts['fair-lock/force-release'],
-        keys: keysOf(target.key),
-        args: [target.channel],
-      };
-    },
+    leave: (target, field) => leaveCall(timing, target, field),
+    acquire: (request) => acquireCall(timing, request),
+    cancelAcquire: (request, recordTtlMs) => cancelAcquireCall(timing, request, recordTtlMs),
+    release: releaseCall,
+    renew: renewCall,
+    abandon: (hold) =>
+      new ScriptCall(luaScripts['fair-lock/abandon'], keysOf(hold.key), [hold.channel, hold.field], yesOrNo),
+    forceRelease: (target) =>
+      new ScriptCall(luaScripts['fair-lock/force-release'], keysOf(target.key), [target.channel], yesOrNo),
   };
 }
 

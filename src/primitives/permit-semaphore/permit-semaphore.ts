@@ -1,12 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import { LockHandle, Writes, type Engine } from '../../engine/index.js';
-import { InvalidArgumentError, LockError } from '../../errors.js';
-import { lockKey, permitTimeoutKey, semaphoreChannel } from '../../keys.js';
+import { InvalidArgumentError } from '../../errors.js';
+import { lockKey, semaphoreChannel } from '../../keys.js';
 import type { PermitSemaphoreOptions } from '../../options.js';
-import { luaScripts } from '../../scripts/generated.js';
 import { checkOptions, describe } from '../../validate.js';
 import { PermitLease } from './permit-lease.js';
-import { initialArg, permitSemaphoreProtocol, releaseCall } from './protocol.js';
+import {
+  addPermitsCall,
+  availableCall,
+  initialArg,
+  permitSemaphoreProtocol,
+  releaseCall,
+  trySetPermitsCall,
+  type PermitCounts,
+} from './protocol.js';
 
 /** The largest count of permits: Redisson keeps the counter in a Java `int`. */
 const MAX_PERMITS = 2_147_483_647;
@@ -52,13 +59,6 @@ function checkPermitId(value: unknown): string {
 }
 
 /** What the semaphore's state looks like right now. */
-interface PermitCounts {
-  readonly free: number;
-  readonly out: number;
-  /** Until the earliest lease of the permits out ends, in ms; -1: none will end. */
-  readonly untilEarliest: number;
-}
-
 /**
  * A crash-safe counting semaphore: `permits` permits, each taken under an id of its own with a
  * lease that the watchdog renews while its holder lives, so the permits of a holder that crashed
@@ -128,12 +128,12 @@ export class PermitSemaphore extends LockHandle<PermitLease> {
   async release(permitId: string): Promise<boolean> {
     const id = checkPermitId(permitId);
     this.engine.assertOpen();
-    const reply = await this.#writes.giving(
+    const outcome = await this.#writes.giving(
       (requestKey, recordTtlMs) => releaseCall(this.key, this.#channel, id, requestKey, recordTtlMs),
       `releasing a permit of semaphore "${this.name}"`,
-      (written) => Number(written) === 1 && `A permit of semaphore "${this.name}" was released`,
+      (given) => given === 'freed' && `A permit of semaphore "${this.name}" was released`,
     );
-    const released = Number(reply) === 1;
+    const released = outcome === 'freed';
     if (released) {
       this.engine.releasedElsewhere(
         this.key,
@@ -171,13 +171,18 @@ export class PermitSemaphore extends LockHandle<PermitLease> {
   async trySetPermits(permits: number): Promise<boolean> {
     const count = checkPermits('permits', permits, 0);
     this.engine.assertOpen();
-    const reply = await this.#change(
-      'set',
-      count,
+    return this.#writes.giving(
+      (requestKey, recordTtlMs) =>
+        trySetPermitsCall(
+          this.key,
+          this.#channel,
+          { permits: count, initial: initialArg(this.#initial) },
+          requestKey,
+          recordTtlMs,
+        ),
       `setting the permits of semaphore "${this.name}"`,
-      (value) => value === 1 && `The permits of semaphore "${this.name}" were set`,
+      (set) => set && `The permits of semaphore "${this.name}" were set`,
     );
-    return reply === 1;
   }
 
   /**
@@ -194,9 +199,15 @@ export class PermitSemaphore extends LockHandle<PermitLease> {
   async addPermits(permits: number): Promise<number> {
     const change = checkChange(permits);
     this.engine.assertOpen();
-    return this.#change(
-      'add',
-      change,
+    return this.#writes.giving(
+      (requestKey, recordTtlMs) =>
+        addPermitsCall(
+          this.key,
+          this.#channel,
+          { permits: change, initial: initialArg(this.#initial) },
+          requestKey,
+          recordTtlMs,
+        ),
       `adding permits to semaphore "${this.name}"`,
       () => `${change} permit${Math.abs(change) === 1 ? ' was' : 's were'} added to semaphore "${this.name}"`,
     );
@@ -233,39 +244,7 @@ export class PermitSemaphore extends LockHandle<PermitLease> {
 
   async #counts(): Promise<PermitCounts> {
     this.engine.assertOpen();
-    const reply = await this.engine.call(
-      {
-        script: luaScripts['permit-semaphore/available'],
-        keys: [this.key, permitTimeoutKey(this.key)],
-        args: [this.#channel, initialArg(this.#initial)],
-      },
-      `reading semaphore "${this.name}"`,
-    );
-    if (!Array.isArray(reply) || reply.length !== 3) {
-      throw new LockError('REDIS_ERROR', `Unexpected reply reading semaphore "${this.name}"`);
-    }
-    const [free, out, untilEarliest] = reply.map(Number);
-    return { free: free ?? 0, out: out ?? 0, untilEarliest: untilEarliest ?? -1 };
-  }
-
-  /** `done` says what a reply means was done, for a shortfall's report; false: nothing changed. */
-  async #change(
-    mode: 'set' | 'add',
-    permits: number,
-    doing: string,
-    done: (value: number) => string | false,
-  ): Promise<number> {
-    const reply = await this.#writes.giving(
-      (requestKey, recordTtlMs) => ({
-        script: luaScripts['permit-semaphore/set-permits'],
-        keys: [this.key, permitTimeoutKey(this.key), requestKey],
-        args: [this.#channel, mode, String(permits), initialArg(this.#initial), String(recordTtlMs)],
-      }),
-      doing,
-      (written) => done(Number(written)),
-    );
-    const value = Number(reply);
-    if (!Number.isInteger(value)) throw new LockError('REDIS_ERROR', `Unexpected reply ${doing}`);
-    return value;
+    const call = availableCall(this.key, this.#channel, initialArg(this.#initial));
+    return call.decode(await this.engine.call(call, `reading semaphore "${this.name}"`));
   }
 }

@@ -1,21 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import {
   renewedFlags,
+  REPLY,
+  ScriptCall,
+  sharedAcquireReply,
+  yesOrNo,
   type AcquireOutcome,
   type AcquireRequest,
   type HeldLock,
   type Protocol,
   type ReleaseOutcome,
-  type ScriptCall,
+  type ReplyReader,
   type Target,
 } from '../../engine/index.js';
 import { permitTimeoutKey, requestKey } from '../../keys.js';
 import { luaScripts } from '../../scripts/generated.js';
 
-/** Reply code of permit-semaphore/acquire.lua for a request given up by cancel-acquire.lua. */
-const ACQUIRE_CANCELLED = -3;
-/** Reply of permit-semaphore/release.lua when the permit was out under its id and is given back. */
-const RELEASED = 1;
 /**
  * How long a release's or a permit change's reply is kept for a retried copy of the same request,
  * in milliseconds: longer than any retry of it runs.
@@ -27,19 +27,100 @@ export function initialArg(permits: number | undefined): string {
   return permits === undefined ? '' : String(permits);
 }
 
-function acquireOutcome(reply: unknown): AcquireOutcome | undefined {
-  if (reply === null || reply === undefined) return { status: 'held', proof: undefined };
-  const code = Number(reply);
-  if (code === ACQUIRE_CANCELLED) return { status: 'cancelled' };
-  // Until the earliest lease of the permits out ends; -1 when none will.
-  if (Number.isInteger(code) && code >= -1) return { status: 'busy', pttl: code, pushed: false };
-  return undefined;
+/** permit-semaphore/acquire.lua: nil, when the earliest lease out ends (-1: none will), or cancelled. */
+function acquired(reply: unknown): AcquireOutcome | undefined {
+  const untilEarliest = Number(reply);
+  if (reply !== null && reply !== undefined && Number.isInteger(untilEarliest) && untilEarliest >= -1) {
+    return { status: 'busy', pttl: untilEarliest, pushed: false };
+  }
+  // The script keeps no hold count: it never says a hold was lost.
+  return untilEarliest === REPLY.HOLD_LOST ? undefined : sharedAcquireReply(reply);
 }
 
-function releaseOutcome(reply: unknown): ReleaseOutcome | undefined {
+/** permit-semaphore/release.lua: 1 when the permit was out under its id and is given back, else 0. */
+function released(reply: unknown): ReleaseOutcome | undefined {
   const code = Number(reply);
-  if (code === RELEASED) return 'freed';
+  if (code === REPLY.RELEASE_FREED) return 'freed';
   return code === 0 ? 'absent' : undefined;
+}
+
+/** What permit-semaphore/available.lua answers. @internal */
+export interface PermitCounts {
+  readonly free: number;
+  readonly out: number;
+  /** Milliseconds until the earliest lease of the permits out ends; -1: none will. */
+  readonly untilEarliest: number;
+}
+
+function counts(reply: unknown): PermitCounts | undefined {
+  if (!Array.isArray(reply) || reply.length !== 3) return undefined;
+  const [free, out, untilEarliest] = reply.map(Number);
+  return { free: free ?? 0, out: out ?? 0, untilEarliest: untilEarliest ?? -1 };
+}
+
+/** An integer reply, or undefined when it is not one. */
+function integer(reply: unknown): number | undefined {
+  const value = Number(reply);
+  return reply !== null && reply !== undefined && Number.isInteger(value) ? value : undefined;
+}
+
+/** The free and out permits and the end of the earliest lease out, after expired leases come back. */
+export function availableCall(key: string, channel: string, initial: string): ScriptCall<PermitCounts> {
+  return new ScriptCall(
+    luaScripts['permit-semaphore/available'],
+    [key, permitTimeoutKey(key)],
+    [channel, initial],
+    counts,
+  );
+}
+
+/**
+ * A change of the count: by how many permits, and what a missing counter starts from (see
+ * {@link initialArg}).
+ */
+interface PermitChange {
+  readonly permits: number;
+  readonly initial: string;
+}
+
+/** permit-semaphore/set-permits.lua in `mode`, once per `request`. */
+function setPermitsCall<R>(
+  key: string,
+  channel: string,
+  mode: 'set' | 'add',
+  change: PermitChange,
+  request: string,
+  recordTtlMs: number,
+  read: ReplyReader<R>,
+): ScriptCall<R> {
+  return new ScriptCall(
+    luaScripts['permit-semaphore/set-permits'],
+    [key, permitTimeoutKey(key), request],
+    [channel, mode, String(change.permits), change.initial, String(recordTtlMs)],
+    read,
+  );
+}
+
+/** Sets the count if the counter is missing, once per `request`: whether it was created. */
+export function trySetPermitsCall(
+  key: string,
+  channel: string,
+  change: PermitChange,
+  request: string,
+  recordTtlMs: number,
+): ScriptCall<boolean> {
+  return setPermitsCall(key, channel, 'set', change, request, recordTtlMs, yesOrNo);
+}
+
+/** Adds to the count, once per `request`: the new count of free permits. */
+export function addPermitsCall(
+  key: string,
+  channel: string,
+  change: PermitChange,
+  request: string,
+  recordTtlMs: number,
+): ScriptCall<number> {
+  return setPermitsCall(key, channel, 'add', change, request, recordTtlMs, integer);
 }
 
 /**
@@ -58,12 +139,13 @@ export function releaseCall(
   permitId: string,
   request: string,
   recordTtlMs = REQUEST_RECORD_TTL_MS,
-): ScriptCall {
-  return {
-    script: luaScripts['permit-semaphore/release'],
-    keys: [key, permitTimeoutKey(key), request],
-    args: [channel, permitId, String(recordTtlMs)],
-  };
+): ScriptCall<ReleaseOutcome> {
+  return new ScriptCall(
+    luaScripts['permit-semaphore/release'],
+    [key, permitTimeoutKey(key), request],
+    [channel, permitId, String(recordTtlMs)],
+    released,
+  );
 }
 
 /** A fresh request key for a release of a hold: its own, so a retried copy gets the same reply. */
@@ -89,42 +171,46 @@ export function permitSemaphoreProtocol(initialPermits: number | undefined): Pro
     // which the busy reply's bound covers (the earliest lease's end).
     poll: undefined,
     wakes,
-    acquire(request: AcquireRequest): ScriptCall {
-      return {
-        script: luaScripts['permit-semaphore/acquire'],
-        keys: [request.target.key, request.requestKey, permitTimeoutKey(request.target.key)],
-        args: [request.target.channel, request.field, String(request.leaseMs), initial],
-      };
+    acquire(request: AcquireRequest): ScriptCall<AcquireOutcome> {
+      const { key, channel } = request.target;
+      const args = [channel, request.field, String(request.leaseMs), initial];
+      return new ScriptCall(
+        luaScripts['permit-semaphore/acquire'],
+        [key, request.requestKey, permitTimeoutKey(key)],
+        args,
+        acquired,
+      );
     },
-    acquireOutcome,
-    cancelAcquire(request: AcquireRequest, recordTtlMs: number): ScriptCall {
-      return {
-        script: luaScripts['permit-semaphore/cancel-acquire'],
-        keys: [request.target.key, request.requestKey, permitTimeoutKey(request.target.key)],
-        args: [request.target.channel, request.field, String(recordTtlMs)],
-      };
+    cancelAcquire(request: AcquireRequest, recordTtlMs: number): ScriptCall<boolean> {
+      const { key, channel } = request.target;
+      return new ScriptCall(
+        luaScripts['permit-semaphore/cancel-acquire'],
+        [key, request.requestKey, permitTimeoutKey(key)],
+        [channel, request.field, String(recordTtlMs)],
+        yesOrNo,
+      );
     },
-    release(hold: HeldLock): ScriptCall {
+    release(hold: HeldLock): ScriptCall<ReleaseOutcome> {
       return releaseCall(hold.key, hold.channel, hold.field, newRequestKey(hold.key));
     },
-    releaseOutcome,
-    renew(holds: readonly HeldLock[], leaseMs: number): ScriptCall {
-      return {
-        script: luaScripts['permit-semaphore/renew'],
-        keys: holds.flatMap((hold) => [hold.key, permitTimeoutKey(hold.key)]),
-        args: [String(leaseMs), ...holds.flatMap((hold) => [hold.channel, hold.field])],
-      };
+    renew(holds: readonly HeldLock[], leaseMs: number): ScriptCall<readonly boolean[]> {
+      return new ScriptCall(
+        luaScripts['permit-semaphore/renew'],
+        holds.flatMap((hold) => [hold.key, permitTimeoutKey(hold.key)]),
+        [String(leaseMs), ...holds.flatMap((hold) => [hold.channel, hold.field])],
+        renewedFlags(holds.length),
+      );
     },
-    renewOutcome: renewedFlags,
-    abandon(hold: HeldLock): ScriptCall {
+    abandon(hold: HeldLock): ScriptCall<ReleaseOutcome> {
       return releaseCall(hold.key, hold.channel, hold.field, newRequestKey(hold.key));
     },
-    forceRelease(target: Target): ScriptCall {
-      return {
-        script: luaScripts['permit-semaphore/force-release'],
-        keys: [target.key, permitTimeoutKey(target.key)],
-        args: [target.channel],
-      };
+    forceRelease(target: Target): ScriptCall<boolean> {
+      return new ScriptCall(
+        luaScripts['permit-semaphore/force-release'],
+        [target.key, permitTimeoutKey(target.key)],
+        [target.channel],
+        yesOrNo,
+      );
     },
   };
 }

@@ -1,12 +1,15 @@
 import { LockUpgradeError } from '../../errors.js';
 import {
+  countedRelease,
   renewedFlags,
+  ScriptCall,
+  sharedAcquireReply,
+  yesOrNo,
   type AcquireOutcome,
   type AcquireRequest,
   type HeldLock,
   type Protocol,
   type ReleaseOutcome,
-  type ScriptCall,
   type Target,
 } from '../../engine/index.js';
 import { readerTimeoutPrefix, waitingWritersKey, writerField } from '../../keys.js';
@@ -19,13 +22,8 @@ import { luaScripts } from '../../scripts/generated.js';
  */
 export const WRITER_TIMEOUT_MS = 10_000;
 
-/** Reply codes of the acquire scripts (lua-scripts/read-write-lock/*-acquire.lua). */
-const ACQUIRE_CANCELLED = -3;
-const HOLD_LOST = -4;
+/** Reply code of write-acquire.lua for an owner holding the read lock: an upgrade, refused. */
 const UPGRADE_REFUSED = -5;
-/** Reply codes of the release scripts. */
-const RELEASE_PARTIAL = 0;
-const RELEASE_LAST = 1;
 
 /** What every free or departure on the channel may change: every local waiter tries again. */
 const WAKE_ALL = (): number => Number.POSITIVE_INFINITY;
@@ -40,39 +38,18 @@ function readerOf(writer: string): string {
   return writer.endsWith(WRITE_SUFFIX) ? writer.slice(0, -WRITE_SUFFIX.length) : writer;
 }
 
-function acquireOutcome(reply: unknown): AcquireOutcome | undefined {
-  if (reply === null || reply === undefined) return { status: 'held', proof: undefined };
+/** The acquire scripts: nil, {pttl, 0} when the owner must wait, a shared code, or the refusal. */
+function acquired(reply: unknown): AcquireOutcome | undefined {
   if (Array.isArray(reply)) return { status: 'busy', pttl: Number(reply[0]), pushed: false };
-  switch (Number(reply)) {
-    case ACQUIRE_CANCELLED:
-      return { status: 'cancelled' };
-    case HOLD_LOST:
-      return { status: 'lost' };
-    case UPGRADE_REFUSED:
-      return {
-        status: 'refused',
-        error: (name) =>
-          new LockUpgradeError(
-            `Cannot take the write lock of "${name}" while holding its read lock: an upgrade would wait for itself. Release the read lock first, or take the write lock from the start`,
-          ),
-      };
-    default:
-      return undefined;
-  }
-}
-
-function releaseOutcome(reply: unknown): ReleaseOutcome | undefined {
-  if (reply === null || reply === undefined) return 'absent';
-  switch (Number(reply)) {
-    case RELEASE_PARTIAL:
-      return 'partial';
-    case RELEASE_LAST:
-      return 'freed';
-    case HOLD_LOST:
-      return 'changed';
-    default:
-      return undefined;
-  }
+  if (reply === null || reply === undefined || Number(reply) !== UPGRADE_REFUSED)
+    return sharedAcquireReply(reply);
+  return {
+    status: 'refused',
+    error: (name) =>
+      new LockUpgradeError(
+        `Cannot take the write lock of "${name}" while holding its read lock: an upgrade would wait for itself. Release the read lock first, or take the write lock from the start`,
+      ),
+  };
 }
 
 /**
@@ -87,55 +64,53 @@ export const READ_PROTOCOL: Protocol = {
   needsProof: false,
   poll: undefined,
   wakes: WAKE_ALL,
-  acquire(request: AcquireRequest): ScriptCall {
+  acquire(request: AcquireRequest): ScriptCall<AcquireOutcome> {
     const { key } = request.target;
-    return {
-      script: luaScripts['read-write-lock/read-acquire'],
-      keys: [key, request.requestKey, readerTimeoutPrefix(key, request.field), waitingWritersKey(key)],
-      args: [String(request.leaseMs), request.field, writerField(request.field), String(request.expected)],
-    };
+    return new ScriptCall(
+      luaScripts['read-write-lock/read-acquire'],
+      [key, request.requestKey, readerTimeoutPrefix(key, request.field), waitingWritersKey(key)],
+      [String(request.leaseMs), request.field, writerField(request.field), String(request.expected)],
+      acquired,
+    );
   },
-  acquireOutcome,
-  cancelAcquire(request: AcquireRequest, recordTtlMs: number): ScriptCall {
+  cancelAcquire(request: AcquireRequest, recordTtlMs: number): ScriptCall<boolean> {
     const { key, channel } = request.target;
-    return {
-      script: luaScripts['read-write-lock/read-cancel-acquire'],
-      keys: [key, request.requestKey, readerTimeoutPrefix(key, request.field)],
-      args: [channel, request.field, String(request.expected), String(recordTtlMs)],
-    };
+    return new ScriptCall(
+      luaScripts['read-write-lock/read-cancel-acquire'],
+      [key, request.requestKey, readerTimeoutPrefix(key, request.field)],
+      [channel, request.field, String(request.expected), String(recordTtlMs)],
+      yesOrNo,
+    );
   },
-  release(hold: HeldLock, expected: number): ScriptCall {
-    return {
-      script: luaScripts['read-write-lock/read-release'],
-      keys: [hold.key, readerTimeoutPrefix(hold.key, hold.field)],
-      args: [hold.channel, hold.field, String(expected)],
-    };
+  release(hold: HeldLock, expected: number): ScriptCall<ReleaseOutcome> {
+    return new ScriptCall(
+      luaScripts['read-write-lock/read-release'],
+      [hold.key, readerTimeoutPrefix(hold.key, hold.field)],
+      [hold.channel, hold.field, String(expected)],
+      countedRelease,
+    );
   },
-  releaseOutcome,
-  renew(holds: readonly HeldLock[], leaseMs: number): ScriptCall {
-    return {
-      script: luaScripts['read-write-lock/read-renew'],
-      keys: holds.flatMap((hold) => [hold.key, readerTimeoutPrefix(hold.key, hold.field)]),
-      args: [String(leaseMs), ...holds.flatMap((hold) => [hold.field, hold.channel])],
-    };
+  renew(holds: readonly HeldLock[], leaseMs: number): ScriptCall<readonly boolean[]> {
+    return new ScriptCall(
+      luaScripts['read-write-lock/read-renew'],
+      holds.flatMap((hold) => [hold.key, readerTimeoutPrefix(hold.key, hold.field)]),
+      [String(leaseMs), ...holds.flatMap((hold) => [hold.field, hold.channel])],
+      renewedFlags(holds.length),
+    );
   },
-  renewOutcome: renewedFlags,
-  abandon(hold: HeldLock): ScriptCall {
-    return {
-      script: luaScripts['read-write-lock/read-abandon'],
-      keys: [hold.key, readerTimeoutPrefix(hold.key, hold.field)],
-      args: [hold.channel, hold.field],
-    };
+  abandon(hold: HeldLock): ScriptCall<boolean> {
+    return new ScriptCall(
+      luaScripts['read-write-lock/read-abandon'],
+      [hold.key, readerTimeoutPrefix(hold.key, hold.field)],
+      [hold.channel, hold.field],
+      yesOrNo,
+    );
   },
   forceRelease,
 };
 
-function forceRelease(target: Target): ScriptCall {
-  return {
-    script: luaScripts['read-write-lock/force-release'],
-    keys: [target.key],
-    args: [target.channel],
-  };
+function forceRelease(target: Target): ScriptCall<boolean> {
+  return new ScriptCall(luaScripts['read-write-lock/force-release'], [target.key], [target.channel], yesOrNo);
 }
 
 /**
@@ -153,59 +128,63 @@ export const WRITE_PROTOCOL: Protocol = {
   wakes: WAKE_ALL,
   // A waiting writer's entry lapses unless it asks again: three times per lapse.
   heartbeatMs: Math.floor(WRITER_TIMEOUT_MS / 3),
-  leave(target: Target, field: string): ScriptCall {
-    return {
-      script: luaScripts['read-write-lock/write-leave'],
-      keys: [waitingWritersKey(target.key)],
-      args: [target.channel, field],
-    };
+  leave(target: Target, field: string): ScriptCall<boolean> {
+    return new ScriptCall(
+      luaScripts['read-write-lock/write-leave'],
+      [waitingWritersKey(target.key)],
+      [target.channel, field],
+      yesOrNo,
+    );
   },
-  acquire(request: AcquireRequest): ScriptCall {
+  acquire(request: AcquireRequest): ScriptCall<AcquireOutcome> {
     const { key } = request.target;
-    return {
-      script: luaScripts['read-write-lock/write-acquire'],
-      keys: [key, request.requestKey, waitingWritersKey(key)],
-      args: [
-        String(request.leaseMs),
-        request.field,
-        readerOf(request.field),
-        String(request.expected),
-        String(WRITER_TIMEOUT_MS),
-        request.waiting ? '1' : '',
-      ],
-    };
+    const args = [
+      String(request.leaseMs),
+      request.field,
+      readerOf(request.field),
+      String(request.expected),
+      String(WRITER_TIMEOUT_MS),
+      request.waiting ? '1' : '',
+    ];
+    return new ScriptCall(
+      luaScripts['read-write-lock/write-acquire'],
+      [key, request.requestKey, waitingWritersKey(key)],
+      args,
+      acquired,
+    );
   },
-  acquireOutcome,
-  cancelAcquire(request: AcquireRequest, recordTtlMs: number): ScriptCall {
+  cancelAcquire(request: AcquireRequest, recordTtlMs: number): ScriptCall<boolean> {
     const { key, channel } = request.target;
-    return {
-      script: luaScripts['read-write-lock/write-cancel-acquire'],
-      keys: [key, request.requestKey],
-      args: [channel, request.field, String(request.expected), String(recordTtlMs)],
-    };
+    return new ScriptCall(
+      luaScripts['read-write-lock/write-cancel-acquire'],
+      [key, request.requestKey],
+      [channel, request.field, String(request.expected), String(recordTtlMs)],
+      yesOrNo,
+    );
   },
-  release(hold: HeldLock, expected: number): ScriptCall {
-    return {
-      script: luaScripts['read-write-lock/write-release'],
-      keys: [hold.key],
-      args: [hold.channel, String(hold.ttlMs), hold.field, String(expected)],
-    };
+  release(hold: HeldLock, expected: number): ScriptCall<ReleaseOutcome> {
+    return new ScriptCall(
+      luaScripts['read-write-lock/write-release'],
+      [hold.key],
+      [hold.channel, String(hold.ttlMs), hold.field, String(expected)],
+      countedRelease,
+    );
   },
-  releaseOutcome,
-  renew(holds: readonly HeldLock[], leaseMs: number): ScriptCall {
-    return {
-      script: luaScripts['read-write-lock/write-renew'],
-      keys: holds.map((hold) => hold.key),
-      args: [String(leaseMs), ...holds.map((hold) => hold.field)],
-    };
+  renew(holds: readonly HeldLock[], leaseMs: number): ScriptCall<readonly boolean[]> {
+    return new ScriptCall(
+      luaScripts['read-write-lock/write-renew'],
+      holds.map((hold) => hold.key),
+      [String(leaseMs), ...holds.map((hold) => hold.field)],
+      renewedFlags(holds.length),
+    );
   },
-  renewOutcome: renewedFlags,
-  abandon(hold: HeldLock): ScriptCall {
-    return {
-      script: luaScripts['read-write-lock/write-abandon'],
-      keys: [hold.key],
-      args: [hold.channel, hold.field],
-    };
+  abandon(hold: HeldLock): ScriptCall<boolean> {
+    return new ScriptCall(
+      luaScripts['read-write-lock/write-abandon'],
+      [hold.key],
+      [hold.channel, hold.field],
+      yesOrNo,
+    );
   },
   forceRelease,
 };

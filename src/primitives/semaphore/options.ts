@@ -1,4 +1,6 @@
+import { checkCallback } from '../../engine/index.js';
 import { InvalidArgumentError } from '../../errors.js';
+import type { SemaphoreOptions } from '../../options.js';
 import { checkOptions, checkSignal, checkWait, describe } from '../../validate.js';
 
 /** The most permits one call takes, gives or sets: Redisson counts permits in a Java `int`. */
@@ -34,6 +36,26 @@ export function checkPermits(what: string, value: unknown, min: number): number 
   return value;
 }
 
+/**
+ * A change of the count ({@link Semaphore.addPermits}): a whole number from -{@link MAX_PERMITS}
+ * to {@link MAX_PERMITS}.
+ * @internal
+ */
+export function checkPermitChange(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || Math.abs(value) > MAX_PERMITS) {
+    throw new InvalidArgumentError(
+      `Expected \`permits\` to be a whole number from -${MAX_PERMITS} to ${MAX_PERMITS}, got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+/** Checks a semaphore's options: the count a missing counter is created with, if any. @internal */
+export function checkSemaphoreOptions(value: SemaphoreOptions | undefined): number | undefined {
+  const options = checkOptions('options', value, ['permits'] as const);
+  return options.permits === undefined ? undefined : checkPermits('permits', options.permits, 0);
+}
+
 /** Checks the options of an acquire; `waitMs` defaults to `defaultWaitMs`. @internal */
 export function checkAcquireOptions(
   value: unknown,
@@ -46,11 +68,45 @@ export function checkAcquireOptions(
   };
 }
 
-/**
- * `(permits?, options?)` or `(options?)`: the permits (default 1) and the raw options.
- * @internal
- */
-export function permitsAndOptions(first: unknown, second: unknown): [number, unknown] {
+/** `(permits?, options?)` or `(options?)`: the permits (default 1) and the raw options. */
+function permitsAndOptions(first: unknown, second: unknown): [number, unknown] {
   if (typeof first === 'object' && first !== null && second === undefined) return [1, first];
   return [first === undefined ? 1 : checkPermits('permits', first, 1), second];
+}
+
+/** An acquire's arguments, checked. @internal */
+export interface CheckedPermitAcquire {
+  readonly permits: number;
+  readonly waitMs: number;
+  readonly signal: AbortSignal | undefined;
+}
+
+/**
+ * Checks the arguments of `acquire` and `tryAcquire`, `(permits?, options?)` or `(options?)`:
+ * permits default to 1, `waitMs` to `defaultWaitMs`.
+ * @internal
+ */
+export function checkAcquireArgs(
+  first: unknown,
+  second: unknown,
+  defaultWaitMs: number,
+): CheckedPermitAcquire {
+  const [permits, raw] = permitsAndOptions(first, second);
+  return { permits, ...checkAcquireOptions(raw, defaultWaitMs) };
+}
+
+/**
+ * Checks the arguments of `withPermits`, `(fn, options?)` or `(permits, fn, options?)`, in that
+ * order: permits default to 1, `waitMs` to `Infinity`.
+ * @internal
+ */
+export function checkWithPermitsArgs<T>(
+  first: number | (() => T | PromiseLike<T>),
+  second: (() => T | PromiseLike<T>) | SemaphoreAcquireOptions | undefined,
+  third: SemaphoreAcquireOptions | undefined,
+): CheckedPermitAcquire & { readonly fn: () => T | PromiseLike<T> } {
+  const [permits, fn, raw] =
+    typeof first === 'function' ? [1, first, second] : [checkPermits('permits', first, 1), second, third];
+  checkCallback(fn);
+  return { permits, fn, ...checkAcquireOptions(raw, Number.POSITIVE_INFINITY) };
 }

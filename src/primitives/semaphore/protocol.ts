@@ -1,6 +1,5 @@
-import type { ScriptCall } from '../../engine/index.js';
+import { REPLY, ScriptCall, yesOrNo, type ReplyReader } from '../../engine/index.js';
 import { luaScripts } from '../../scripts/generated.js';
-import type { LuaScript } from '../../scripts/script.js';
 
 /**
  * The semaphore's scripts and what their replies mean, in one place: Redisson's RSemaphore
@@ -10,10 +9,9 @@ import type { LuaScript } from '../../scripts/script.js';
  * @internal
  */
 
-/** Reply status of semaphore/acquire.lua. */
+/** Reply status of semaphore/acquire.lua (a cancelled request answers the shared cancelled code). */
 const TAKEN = 1;
 const TOO_FEW = 0;
-const CANCELLED = -3;
 
 /** Where a semaphore lives: its counter and its channel. @internal */
 export interface SemaphoreTarget {
@@ -36,39 +34,42 @@ export function acquireCall(
   requestKey: string,
   permits: number,
   recordTtlMs: number,
-): ScriptCall {
-  return {
-    script: luaScripts['semaphore/acquire'],
-    keys: [target.key, requestKey],
-    args: [String(permits), target.initial, String(recordTtlMs), target.channel],
-  };
+): ScriptCall<AcquireReply> {
+  return new ScriptCall(
+    luaScripts['semaphore/acquire'],
+    [target.key, requestKey],
+    [String(permits), target.initial, String(recordTtlMs), target.channel],
+    acquireReply,
+  );
 }
 
 /** Reads semaphore/acquire.lua's reply; undefined for a reply it never gives. */
-export function acquireReply(reply: unknown): AcquireReply | undefined {
+function acquireReply(reply: unknown): AcquireReply | undefined {
   if (!Array.isArray(reply) || reply.length !== 2) return undefined;
   const status = Number(reply[0]);
   const free = Number(reply[1]);
   if (!Number.isSafeInteger(free)) return undefined;
   if (status === TAKEN) return { status: 'taken', free };
   if (status === TOO_FEW) return { status: 'too-few', free };
-  if (status === CANCELLED) return { status: 'cancelled' };
+  if (status === REPLY.ACQUIRE_CANCELLED) return { status: 'cancelled' };
   return undefined;
 }
 
 /** A script that changes the count by `permits` once per `requestKey`, recording its reply. */
-function countChange(
-  script: LuaScript,
+function countChange<R>(
+  script: ScriptCall['script'],
   target: SemaphoreTarget,
   requestKey: string,
   permits: number,
   recordTtlMs: number,
-): ScriptCall {
-  return {
+  read: ReplyReader<R>,
+): ScriptCall<R> {
+  return new ScriptCall(
     script,
-    keys: [target.key, requestKey],
-    args: [String(permits), String(recordTtlMs), target.channel],
-  };
+    [target.key, requestKey],
+    [String(permits), String(recordTtlMs), target.channel],
+    read,
+  );
 }
 
 /** Refuses every copy of the acquire `requestKey` and gives back what it took, if anything. */
@@ -77,8 +78,15 @@ export function cancelAcquireCall(
   requestKey: string,
   permits: number,
   recordTtlMs: number,
-): ScriptCall {
-  return countChange(luaScripts['semaphore/cancel-acquire'], target, requestKey, permits, recordTtlMs);
+): ScriptCall<boolean> {
+  return countChange(
+    luaScripts['semaphore/cancel-acquire'],
+    target,
+    requestKey,
+    permits,
+    recordTtlMs,
+    yesOrNo,
+  );
 }
 
 /** A release (permits > 0) or `addPermits` (any sign): the reply is the new count. */
@@ -87,8 +95,8 @@ export function addCall(
   requestKey: string,
   permits: number,
   recordTtlMs: number,
-): ScriptCall {
-  return countChange(luaScripts['semaphore/add'], target, requestKey, permits, recordTtlMs);
+): ScriptCall<number> {
+  return countChange(luaScripts['semaphore/add'], target, requestKey, permits, recordTtlMs, integerReply);
 }
 
 /** Sets the count if the counter is missing, once per `requestKey`: the reply is 1 (set) or 0. */
@@ -97,17 +105,22 @@ export function trySetCall(
   requestKey: string,
   permits: number,
   recordTtlMs: number,
-): ScriptCall {
-  return countChange(luaScripts['semaphore/try-set'], target, requestKey, permits, recordTtlMs);
+): ScriptCall<boolean> {
+  return countChange(luaScripts['semaphore/try-set'], target, requestKey, permits, recordTtlMs, yesOrNo);
 }
 
 /** Takes every free permit, once per `requestKey`: the reply is how many. */
-export function drainCall(target: SemaphoreTarget, requestKey: string, recordTtlMs: number): ScriptCall {
-  return {
-    script: luaScripts['semaphore/drain'],
-    keys: [target.key, requestKey],
-    args: [String(recordTtlMs)],
-  };
+export function drainCall(
+  target: SemaphoreTarget,
+  requestKey: string,
+  recordTtlMs: number,
+): ScriptCall<number> {
+  return new ScriptCall(
+    luaScripts['semaphore/drain'],
+    [target.key, requestKey],
+    [String(recordTtlMs)],
+    integerReply,
+  );
 }
 
 /**
@@ -118,30 +131,32 @@ export function cancelDrainCall(
   target: SemaphoreTarget,
   requestKey: string,
   recordTtlMs: number,
-): ScriptCall {
-  return {
-    script: luaScripts['semaphore/cancel-drain'],
-    keys: [target.key, requestKey],
-    args: [String(recordTtlMs), target.channel],
-  };
+): ScriptCall<number> {
+  return new ScriptCall(
+    luaScripts['semaphore/cancel-drain'],
+    [target.key, requestKey],
+    [String(recordTtlMs), target.channel],
+    integerReply,
+  );
 }
 
 /** Deletes the counter: the reply is 1 when it existed, else 0. */
-export function deleteCall(target: SemaphoreTarget): ScriptCall {
-  return { script: luaScripts['semaphore/delete'], keys: [target.key], args: [] };
+export function deleteCall(target: SemaphoreTarget): ScriptCall<boolean> {
+  return new ScriptCall(luaScripts['semaphore/delete'], [target.key], [], yesOrNo);
 }
 
 /** Reads the free count, creating a missing counter with the target's initial count, if any. */
-export function availableCall(target: SemaphoreTarget): ScriptCall {
-  return {
-    script: luaScripts['semaphore/available'],
-    keys: [target.key],
-    args: [target.initial, target.channel],
-  };
+export function availableCall(target: SemaphoreTarget): ScriptCall<number> {
+  return new ScriptCall(
+    luaScripts['semaphore/available'],
+    [target.key],
+    [target.initial, target.channel],
+    integerReply,
+  );
 }
 
 /** An integer reply of one of the scripts, or undefined when it is not one. */
-export function integerReply(reply: unknown): number | undefined {
+function integerReply(reply: unknown): number | undefined {
   const value = Number(reply);
   return reply !== null && Number.isSafeInteger(value) ? value : undefined;
 }

@@ -1,18 +1,20 @@
-import { checkCallback, Writes } from '../../engine/index.js';
+import { Writes } from '../../engine/index.js';
 import type { ConditionCall, Engine } from '../../engine/index.js';
-import { InvalidArgumentError, LockTimeoutError } from '../../errors.js';
 import { lockKey, semaphoreChannel } from '../../keys.js';
 import type { SemaphoreOptions } from '../../options.js';
-import { checkOptions, describe } from '../../validate.js';
+import { PermitCounter, runThenRelease } from './counter.js';
 import {
-  checkAcquireOptions,
+  checkAcquireArgs,
+  checkPermitChange,
   checkPermits,
-  MAX_PERMITS,
-  permitsAndOptions,
+  checkSemaphoreOptions,
+  checkWithPermitsArgs,
+  type CheckedPermitAcquire,
   type SemaphoreAcquireOptions,
 } from './options.js';
-import { addCall, availableCall, deleteCall, trySetCall, type SemaphoreTarget } from './protocol.js';
-import { integerOf, KIND, PermitTaking } from './taking.js';
+import type { SemaphoreTarget } from './protocol.js';
+import { KIND } from './permit-wait.js';
+import { PermitTaking } from './taking.js';
 
 /**
  * A counting semaphore stored as Redisson's RSemaphore stores it: a string counter `<key>` of
@@ -42,19 +44,14 @@ import { integerOf, KIND, PermitTaking } from './taking.js';
  * ```
  */
 export class Semaphore {
-  readonly #engine: Engine;
   readonly #target: SemaphoreTarget;
   readonly #initial: number | undefined;
-  readonly #writes: Writes;
   readonly #takes: PermitTaking;
-  /** What its calls are reported as to OpenTelemetry. */
-  readonly #report: ConditionCall;
+  readonly #counter: PermitCounter;
 
   /** @internal Use {@link LockClient.semaphore}. */
   constructor(engine: Engine, keyPrefix: string, name: string, options: SemaphoreOptions | undefined) {
-    const checked = checkOptions('options', options, ['permits'] as const);
-    this.#initial = checked.permits === undefined ? undefined : checkPermits('permits', checked.permits, 0);
-    this.#engine = engine;
+    this.#initial = checkSemaphoreOptions(options);
     const key = lockKey(keyPrefix, name);
     this.#target = {
       name,
@@ -62,9 +59,11 @@ export class Semaphore {
       channel: semaphoreChannel(key),
       initial: this.#initial === undefined ? '' : String(this.#initial),
     };
-    this.#report = { kind: KIND, name };
-    this.#writes = new Writes(engine, key);
-    this.#takes = new PermitTaking(engine, this.#target, this.#writes, (permits) => this.#giveBack(permits));
+    // What its calls are reported as to OpenTelemetry.
+    const report: ConditionCall = { kind: KIND, name };
+    const writes = new Writes(engine, key);
+    this.#counter = new PermitCounter(engine, this.#target, writes, report);
+    this.#takes = new PermitTaking(engine, this.#target, writes, this.#counter, report);
   }
 
   /** The semaphore's name. */
@@ -103,13 +102,16 @@ export class Semaphore {
    */
   acquire(options?: SemaphoreAcquireOptions): Promise<void>;
   acquire(permits?: number, options?: SemaphoreAcquireOptions): Promise<void>;
-  async acquire(first?: number | SemaphoreAcquireOptions, second?: SemaphoreAcquireOptions): Promise<void> {
-    const [permits, raw] = permitsAndOptions(first, second);
-    const { waitMs, signal } = checkAcquireOptions(raw, Number.POSITIVE_INFINITY);
-    if (await this.#acquire(permits, waitMs, signal)) return;
-    throw new LockTimeoutError(
-      `Timed out waiting for ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}"`,
-    );
+  acquire(first?: number | SemaphoreAcquireOptions, second?: SemaphoreAcquireOptions): Promise<void> {
+    let checked: CheckedPermitAcquire;
+    try {
+      checked = checkAcquireArgs(first, second, Number.POSITIVE_INFINITY);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    // The wait's own promise, with no async function around it: a waiting acquire keeps no
+    // suspended function of latchkey's.
+    return this.#takes.take(checked.permits, checked.waitMs, checked.signal);
   }
 
   /**
@@ -133,13 +135,14 @@ export class Semaphore {
    */
   tryAcquire(options?: SemaphoreAcquireOptions): Promise<boolean>;
   tryAcquire(permits?: number, options?: SemaphoreAcquireOptions): Promise<boolean>;
-  async tryAcquire(
-    first?: number | SemaphoreAcquireOptions,
-    second?: SemaphoreAcquireOptions,
-  ): Promise<boolean> {
-    const [permits, raw] = permitsAndOptions(first, second);
-    const { waitMs, signal } = checkAcquireOptions(raw, 0);
-    return this.#acquire(permits, waitMs, signal);
+  tryAcquire(first?: number | SemaphoreAcquireOptions, second?: SemaphoreAcquireOptions): Promise<boolean> {
+    let checked: CheckedPermitAcquire;
+    try {
+      checked = checkAcquireArgs(first, second, 0);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#takes.tryTake(checked.permits, checked.waitMs, checked.signal);
   }
 
   /**
@@ -161,12 +164,7 @@ export class Semaphore {
    */
   async release(permits = 1): Promise<void> {
     checkPermits('permits', permits, 1);
-    await this.#engine.conditionTelemetry.release(this.#report, permits, async () => {
-      await this.#add(
-        permits,
-        `releasing ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}"`,
-      );
-    });
+    await this.#counter.release(permits);
   }
 
   /**
@@ -195,29 +193,9 @@ export class Semaphore {
     second?: (() => T | PromiseLike<T>) | SemaphoreAcquireOptions,
     third?: SemaphoreAcquireOptions,
   ): Promise<Awaited<T>> {
-    const [permits, fn, raw] =
-      typeof first === 'function' ? [1, first, second] : [checkPermits('permits', first, 1), second, third];
-    checkCallback(fn);
-    const { waitMs, signal } = checkAcquireOptions(raw, Number.POSITIVE_INFINITY);
-    if (!(await this.#acquire(permits, waitMs, signal))) {
-      throw new LockTimeoutError(
-        `Timed out waiting for ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}"`,
-      );
-    }
-    let failed = false;
-    try {
-      return await fn();
-    } catch (error) {
-      failed = true;
-      throw error;
-    } finally {
-      try {
-        await this.release(permits);
-      } catch (error) {
-        // The callback's own error says more than a failed release after it.
-        if (!failed) throw error; // eslint-disable-line no-unsafe-finally
-      }
-    }
+    const { permits, fn, waitMs, signal } = checkWithPermitsArgs(first, second, third);
+    await this.#takes.take(permits, waitMs, signal);
+    return runThenRelease(fn, () => this.release(permits));
   }
 
   /**
@@ -231,13 +209,7 @@ export class Semaphore {
    * ```
    */
   async trySetPermits(permits: number): Promise<boolean> {
-    checkPermits('permits', permits, 0);
-    const reply = await this.#writes.giving(
-      (requestKey, recordTtlMs) => trySetCall(this.#target, requestKey, permits, recordTtlMs),
-      `setting the permits of semaphore "${this.name}"`,
-      (written) => written === 1 && `The permits of semaphore "${this.name}" were set`,
-    );
-    return reply === 1;
+    return await this.#counter.trySet(checkPermits('permits', permits, 0));
   }
 
   /**
@@ -253,12 +225,7 @@ export class Semaphore {
    * ```
    */
   async addPermits(permits: number): Promise<void> {
-    if (typeof permits !== 'number' || !Number.isInteger(permits) || Math.abs(permits) > MAX_PERMITS) {
-      throw new InvalidArgumentError(
-        `Expected \`permits\` to be a whole number from -${MAX_PERMITS} to ${MAX_PERMITS}, got ${describe(permits)}`,
-      );
-    }
-    await this.#add(permits, `adding permits to semaphore "${this.name}"`);
+    await this.#counter.add(checkPermitChange(permits), `adding permits to semaphore "${this.name}"`);
   }
 
   /**
@@ -271,12 +238,8 @@ export class Semaphore {
    * metrics.gauge('exports.free', await semaphore.availablePermits());
    * ```
    */
-  async availablePermits(): Promise<number> {
-    const reply = await this.#engine.call(
-      availableCall(this.#target),
-      `reading the permits of semaphore "${this.name}"`,
-    );
-    return integerOf(reply, this.name);
+  availablePermits(): Promise<number> {
+    return this.#counter.available();
   }
 
   /**
@@ -310,39 +273,7 @@ export class Semaphore {
    * await locks.semaphore('campaign:2024-spring').delete();
    * ```
    */
-  async delete(): Promise<boolean> {
-    // Cannot be undone either: a shortfall is reported, as for the permits given.
-    const reply = await this.#writes.repeatable(
-      deleteCall(this.#target),
-      `deleting semaphore "${this.name}"`,
-      (written) => Number(written) === 1 && `Semaphore "${this.name}" was deleted`,
-    );
-    return Number(reply) === 1;
-  }
-
-  async #add(permits: number, doing: string): Promise<number> {
-    const reply = await this.#writes.giving(
-      (requestKey, recordTtlMs) => addCall(this.#target, requestKey, permits, recordTtlMs),
-      doing,
-      () =>
-        `${permits} permit${Math.abs(permits) === 1 ? ' was' : 's were'} added to semaphore "${this.name}"`,
-    );
-    return integerOf(reply, this.name);
-  }
-
-  /** Takes `permits`, waiting up to `waitMs`: resolves whether it took them. Reported as a call. */
-  #acquire(permits: number, waitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
-    return this.#engine.conditionTelemetry.acquire(this.#report, permits, waitMs, signal, () =>
-      this.#takes.wait(permits, waitMs, signal),
-    );
-  }
-
-  /** Gives back permits an attempt took after its caller stopped waiting. */
-  #giveBack(permits: number): Promise<unknown> {
-    if (this.#engine.closed) return Promise.resolve();
-    return this.#add(
-      permits,
-      `giving back ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.name}"`,
-    );
+  delete(): Promise<boolean> {
+    return this.#counter.delete();
   }
 }

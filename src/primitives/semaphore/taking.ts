@@ -1,19 +1,15 @@
-import type { ConditionTry, Engine, ScriptCall, Synced, Writes } from '../../engine/index.js';
-import { LockError, type ReplicationError } from '../../errors.js';
+import type { ConditionCall, Engine, ScriptCall, Synced, Writes } from '../../engine/index.js';
+import { LockError } from '../../errors.js';
+import type { PermitCounter } from './counter.js';
+import { PermitWait, timedOut, type PermitSource, type Unreplicated } from './permit-wait.js';
 import {
   acquireCall,
-  acquireReply,
   cancelAcquireCall,
   cancelDrainCall,
   drainCall,
-  integerReply,
-  permitWakes,
   type AcquireReply,
   type SemaphoreTarget,
 } from './protocol.js';
-
-/** The kind, as telemetry names it. */
-export const KIND = 'semaphore';
 
 /**
  * How long a given-up acquire's request key refuses late copies, in milliseconds, and how long
@@ -22,105 +18,105 @@ export const KIND = 'semaphore';
 const CANCEL_RECORD_TTL_MS = 60_000;
 
 /**
- * With `syncReplicas`, how long an acquire pauses before it tries again after a grant too few
- * replicas acknowledged (doubled each time, up to the maximum), as a lock's acquire does.
- */
-const UNREPLICATED_RETRY_MIN_MS = 50;
-const UNREPLICATED_RETRY_MAX_MS = 1_000;
-
-/** An attempt whose grant too few replicas acknowledged, and that was given back. */
-interface Unreplicated {
-  readonly status: 'unreplicated';
-  readonly error: ReplicationError;
-}
-
-/** What an attempt took. */
-interface Taken {
-  readonly permits: number;
-}
-
-/** An integer reply of a semaphore script, or a `REDIS_ERROR` that says it was not one. @internal */
-export function integerOf(reply: unknown, name: string): number {
-  const value = integerReply(reply);
-  if (value === undefined) {
-    throw new LockError('REDIS_ERROR', `Unexpected reply from a script of semaphore "${name}"`);
-  }
-  return value;
-}
-
-/**
  * The writes of a semaphore that take permits — an acquire's attempts and the wait around them,
  * and a drain — each made safe to retry by its request key, and undone (cancelled) when its
  * outcome stays unknown or, with `syncReplicas`, too few replicas acknowledged it: a failover
  * could otherwise hand the same permits out twice.
  * @internal
  */
-export class PermitTaking {
+export class PermitTaking implements PermitSource {
   readonly #engine: Engine;
   readonly #target: SemaphoreTarget;
   readonly #writes: Writes;
-  /** Gives back permits an attempt took after its caller stopped waiting. */
-  readonly #giveBack: (permits: number) => Promise<unknown>;
+  /** Where permits an attempt took after its caller stopped waiting go back. */
+  readonly #counter: PermitCounter;
+  /** What an acquire is reported as to OpenTelemetry. */
+  readonly #report: ConditionCall;
 
   constructor(
     engine: Engine,
     target: SemaphoreTarget,
     writes: Writes,
-    giveBack: (permits: number) => Promise<unknown>,
+    counter: PermitCounter,
+    report: ConditionCall,
   ) {
     this.#engine = engine;
     this.#target = target;
     this.#writes = writes;
-    this.#giveBack = giveBack;
+    this.#counter = counter;
+    this.#report = report;
   }
 
-  /** Takes `permits`, waiting up to `waitMs` (woken by the channel): resolves whether it took them. */
-  async wait(permits: number, waitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
-    /** The last attempt's grant too few replicas acknowledged (it was given back). */
-    let unreplicated: ReplicationError | undefined;
-    let pauseMs = UNREPLICATED_RETRY_MIN_MS;
-    const found = await this.#engine.waitFor<Taken>(
-      {
-        what: `semaphore "${this.#target.name}"`,
-        kind: KIND,
-        channel: this.#target.channel,
-        wakes: permitWakes,
-        demand: permits,
-        attempt: async (deadline): Promise<ConditionTry<Taken>> => {
-          const reply = await this.#attempt(permits, deadline);
-          if (reply.status === 'taken') return { done: true, value: { permits } };
-          unreplicated = reply.status === 'unreplicated' ? reply.error : undefined;
-          if (unreplicated !== undefined) {
-            // The replicas lag or are gone: trying again at once would most likely fail the
-            // same way. Pause (within the wait), then try again without waiting for a message.
-            const pause = Math.min(pauseMs, deadline - performance.now());
-            pauseMs = Math.min(UNREPLICATED_RETRY_MAX_MS, pauseMs * 2);
-            if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause).unref());
-            return { done: false, recheckMs: 0 };
-          }
-          // Every release publishes the new count, and so does a call that creates the counter
-          // or sets it: only a message (or a reconnect) is worth another try.
-          return { done: false, recheckMs: Number.POSITIVE_INFINITY };
-        },
-        undo: (value) => this.#giveBack(value.permits),
-      },
+  get name(): string {
+    return this.#target.name;
+  }
+
+  get channel(): string {
+    return this.#target.channel;
+  }
+
+  /**
+   * Takes `permits`, waiting up to `waitMs` (woken by the channel); reported as a call. Resolves
+   * once it took them; rejects with a LockTimeoutError when the wait runs out.
+   */
+  take(permits: number, waitMs: number, signal: AbortSignal | undefined): Promise<void> {
+    // Resolves undefined: a wait that runs out rejects rather than resolving false.
+    return this.#wait(permits, waitMs, signal, true) as Promise<undefined>;
+  }
+
+  /** {@link PermitTaking.take}, resolving whether it took them rather than rejecting on a timeout. */
+  tryTake(permits: number, waitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+    return this.#wait(permits, waitMs, signal, false) as Promise<boolean>;
+  }
+
+  /**
+   * The wait of {@link PermitTaking.take} and {@link PermitTaking.tryTake}: in the engine's wait
+   * loop, with nothing of its own in between while telemetry records nothing; in an acquire's
+   * span when it does, whose outcome says whether it took them (a timeout thrown after it).
+   */
+  #wait(
+    permits: number,
+    waitMs: number,
+    signal: AbortSignal | undefined,
+    throwOnTimeout: boolean,
+  ): Promise<boolean | undefined> {
+    const engine = this.#engine;
+    const telemetry = engine.conditionTelemetry;
+    if (!telemetry.enabled) {
+      return engine.waitFor(new PermitWait(this, permits, throwOnTimeout), waitMs, signal);
+    }
+    const taken = telemetry.acquire(
+      this.#report,
+      permits,
       waitMs,
       signal,
+      // Resolves whether it took them: it throws only what it fails with.
+      () => engine.waitFor(new PermitWait(this, permits, false), waitMs, signal) as Promise<boolean>,
     );
-    // The wait ran out on a grant too few replicas acknowledged: say so, not "timed out".
-    if (found === null && unreplicated !== undefined) throw unreplicated;
-    return found !== null;
+    if (!throwOnTimeout) return taken;
+    return taken.then((took) => {
+      if (!took) throw timedOut(permits, this.#target.name);
+      return undefined;
+    });
+  }
+
+  /** Gives back permits an attempt took after its caller stopped waiting. */
+  giveBack(permits: number): Promise<unknown> {
+    if (this.#engine.closed) return Promise.resolve();
+    return this.#counter.add(
+      permits,
+      `giving back ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.#target.name}"`,
+    );
   }
 
   /** Takes every free permit: see {@link Semaphore.drainPermits}. */
   async drain(): Promise<number> {
     const requestKey = this.#writes.requestKey();
-    const { reply, acknowledged } = await this.#writes.recorded(
+    const { value: taken, acknowledged } = await this.#writes.recorded(
       (request, recordTtlMs) => drainCall(this.#target, request, recordTtlMs),
       `draining the permits of semaphore "${this.#target.name}"`,
       requestKey,
     );
-    const taken = integerOf(reply, this.#target.name);
     const shortfall =
       taken > 0
         ? this.#engine.shortfall(
@@ -142,15 +138,16 @@ export class PermitTaking {
    * One try, made idempotent by its request key; cancelled when its outcome stays unknown, and
    * with `syncReplicas` when too few replicas acknowledged its grant.
    */
-  async #attempt(permits: number, deadline: number): Promise<AcquireReply | Unreplicated> {
+  async attempt(permits: number, deadline: number): Promise<AcquireReply | Unreplicated> {
     const engine = this.#engine;
     const requestKey = this.#writes.requestKey();
     const until = Math.min(deadline, performance.now() + this.#writes.retryMs);
     const cancel = cancelAcquireCall(this.#target, requestKey, permits, CANCEL_RECORD_TTL_MS);
+    const acquire = acquireCall(this.#target, requestKey, permits, this.#writes.recordTtlMs);
     let synced: Synced;
     try {
       synced = await engine.syncedCall(
-        acquireCall(this.#target, requestKey, permits, this.#writes.recordTtlMs),
+        acquire,
         `acquiring ${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.#target.name}"`,
         until,
       );
@@ -161,8 +158,10 @@ export class PermitTaking {
       await this.#cancel(cancel, 'acquire', deadline + engine.commandTimeoutMs);
       throw error;
     }
-    const outcome = acquireReply(synced.reply);
-    if (outcome?.status === 'taken') {
+    // Read outside the try: a reply the script never gives is an error of its own, not a
+    // failure to send that leaves the request's outcome unknown.
+    const outcome = acquire.decode(synced.reply);
+    if (outcome.status === 'taken') {
       const error = engine.shortfall(
         synced.acknowledged,
         `${permits} permit${permits === 1 ? '' : 's'} of semaphore "${this.#target.name}" ${permits === 1 ? 'was' : 'were'} granted`,
@@ -176,7 +175,7 @@ export class PermitTaking {
         return { status: 'unreplicated', error };
       }
     }
-    if (outcome === undefined || outcome.status === 'cancelled') {
+    if (outcome.status === 'cancelled') {
       // Only a request this client gave up on is refused, and request keys are never reused.
       throw new LockError(
         'REDIS_ERROR',

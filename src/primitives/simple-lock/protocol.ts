@@ -1,19 +1,17 @@
 import {
   renewedFlags,
+  REPLY,
+  ScriptCall,
+  sharedAcquireReply,
+  yesOrNo,
   type AcquireOutcome,
   type AcquireRequest,
   type HeldLock,
   type Protocol,
   type ReleaseOutcome,
-  type ScriptCall,
   type Target,
 } from '../../engine/index.js';
 import { luaScripts } from '../../scripts/generated.js';
-
-/** Reply code of simple-lock/acquire.lua for a request given up by cancel-acquire.lua. */
-const ACQUIRE_CANCELLED = -3;
-/** Reply of simple-lock/release.lua when the key held the token and is deleted. */
-const RELEASED = 1;
 
 /**
  * Re-checks of a waiter on a lock whose holder may announce nothing (redis-py and node-redlock
@@ -22,18 +20,25 @@ const RELEASED = 1;
  */
 const POLL = { minMs: 25, maxMs: 250 } as const;
 
-function acquireOutcome(reply: unknown): AcquireOutcome | undefined {
-  if (reply === null || reply === undefined) return { status: 'held', proof: undefined };
-  const code = Number(reply);
-  if (code === ACQUIRE_CANCELLED) return { status: 'cancelled' };
-  // The holder's PTTL; -1 for a key that never expires.
-  if (Number.isInteger(code) && code >= -1) return { status: 'busy', pttl: code, pushed: false };
-  return undefined;
+/** simple-lock/acquire.lua: nil, the holder's PTTL (-1: never expires), or the cancelled code. */
+function acquired(reply: unknown): AcquireOutcome | undefined {
+  const pttl = Number(reply);
+  if (reply !== null && reply !== undefined && Number.isInteger(pttl) && pttl >= -1) {
+    return { status: 'busy', pttl, pushed: false };
+  }
+  // The script keeps no hold count: it never says a hold was lost.
+  return pttl === REPLY.HOLD_LOST ? undefined : sharedAcquireReply(reply);
 }
 
-function releaseOutcome(reply: unknown): ReleaseOutcome | undefined {
+/** simple-lock/release.lua: 1 when the key held the token and is deleted; nil: it did not. */
+function released(reply: unknown): ReleaseOutcome | undefined {
   if (reply === null || reply === undefined) return 'absent';
-  return Number(reply) === RELEASED ? 'freed' : undefined;
+  return Number(reply) === REPLY.RELEASE_FREED ? 'freed' : undefined;
+}
+
+/** Compare-and-delete: the key goes only if it still holds this hold's token. */
+function releaseCall(hold: HeldLock): ScriptCall<ReleaseOutcome> {
+  return new ScriptCall(luaScripts['simple-lock/release'], [hold.key], [hold.channel, hold.field], released);
 }
 
 /**
@@ -48,38 +53,33 @@ export const SIMPLE_LOCK_PROTOCOL: Protocol = {
   queue: undefined,
   needsProof: false,
   poll: POLL,
-  acquire(request: AcquireRequest): ScriptCall {
-    return {
-      script: luaScripts['simple-lock/acquire'],
-      keys: [request.target.key, request.requestKey],
-      args: [request.field, String(request.leaseMs)],
-    };
+  acquire(request: AcquireRequest): ScriptCall<AcquireOutcome> {
+    return new ScriptCall(
+      luaScripts['simple-lock/acquire'],
+      [request.target.key, request.requestKey],
+      [request.field, String(request.leaseMs)],
+      acquired,
+    );
   },
-  acquireOutcome,
-  cancelAcquire(request: AcquireRequest, recordTtlMs: number): ScriptCall {
-    return {
-      script: luaScripts['simple-lock/cancel-acquire'],
-      keys: [request.target.key, request.requestKey],
-      args: [request.target.channel, request.field, String(recordTtlMs)],
-    };
+  cancelAcquire(request: AcquireRequest, recordTtlMs: number): ScriptCall<boolean> {
+    return new ScriptCall(
+      luaScripts['simple-lock/cancel-acquire'],
+      [request.target.key, request.requestKey],
+      [request.target.channel, request.field, String(recordTtlMs)],
+      yesOrNo,
+    );
   },
-  release(hold: HeldLock): ScriptCall {
-    return { script: luaScripts['simple-lock/release'], keys: [hold.key], args: [hold.channel, hold.field] };
+  release: releaseCall,
+  renew(holds: readonly HeldLock[], leaseMs: number): ScriptCall<readonly boolean[]> {
+    return new ScriptCall(
+      luaScripts['simple-lock/renew'],
+      holds.map((hold) => hold.key),
+      [String(leaseMs), ...holds.map((hold) => hold.field)],
+      renewedFlags(holds.length),
+    );
   },
-  releaseOutcome,
-  renew(holds: readonly HeldLock[], leaseMs: number): ScriptCall {
-    return {
-      script: luaScripts['simple-lock/renew'],
-      keys: holds.map((hold) => hold.key),
-      args: [String(leaseMs), ...holds.map((hold) => hold.field)],
-    };
-  },
-  renewOutcome: renewedFlags,
-  abandon(hold: HeldLock): ScriptCall {
-    // Compare-and-delete: the key goes only if it still holds this hold's token.
-    return { script: luaScripts['simple-lock/release'], keys: [hold.key], args: [hold.channel, hold.field] };
-  },
-  forceRelease(target: Target): ScriptCall {
-    return { script: luaScripts['simple-lock/force-release'], keys: [target.key], args: [target.channel] };
+  abandon: releaseCall,
+  forceRelease(target: Target): ScriptCall<boolean> {
+    return new ScriptCall(luaScripts['simple-lock/force-release'], [target.key], [target.channel], yesOrNo);
   },
 };
