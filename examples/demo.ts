@@ -48,6 +48,10 @@ const EXAMPLES: readonly Example[] = [
     shows: 'a fair lock settles payments from several workers strictly in arrival order',
   },
   {
+    name: 'account-transfers',
+    shows: 'a multi-lock: transfers hold both accounts at once, in any order, without deadlock',
+  },
+  {
     name: 'rate-limited-crawler',
     shows: 'a permit semaphore caps fetches to one host; a crashed worker’s permit comes back',
   },

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'eventemitter3';
+import { checkClient, checkClientOptions, checkReentrant } from './client-options.js';
 import { Engine } from './engine/index.js';
-import { InvalidArgumentError } from './errors.js';
 import { lockKey } from './keys.js';
 import type {
   FairLockOptions,
@@ -15,82 +15,13 @@ import { CountDownLatch } from './primitives/count-down-latch/count-down-latch.j
 import { FairLock } from './primitives/fair-lock/fair-lock.js';
 import { FencedLock } from './primitives/lock/fenced-lock.js';
 import { Lock } from './primitives/lock/lock.js';
+import { MultiLock, type LeasesOf, type MemberHandle } from './primitives/multi-lock/multi-lock.js';
 import { PermitSemaphore } from './primitives/permit-semaphore/permit-semaphore.js';
 import { ReadWriteLock } from './primitives/read-write-lock/read-write-lock.js';
 import { Semaphore } from './primitives/semaphore/semaphore.js';
 import { SimpleLock } from './primitives/simple-lock/simple-lock.js';
-import { adapt, isConnection, type ClientProblem } from './redis/adapt.js';
-import { problemMessage } from './redis/problems.js';
-import type { LockRedisClient, RedisConnection } from './redis/connection.js';
-import {
-  checkBoolean,
-  checkDuration,
-  checkKey,
-  checkOptions,
-  checkText,
-  describe,
-  MAX_NAME_LENGTH,
-  MAX_PREFIX_LENGTH,
-} from './validate.js';
-
-const DEFAULT_WATCHDOG_TIMEOUT_MS = 30_000;
-const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
-const DEFAULT_SUBSCRIPTION_LINGER_MS = 5_000;
-const DEFAULT_LONG_HOLD_WARNING_MS = 10 * 60_000;
-
-const CLIENT_OPTIONS = [
-  'watchdogTimeoutMs',
-  'keyPrefix',
-  'commandTimeoutMs',
-  'subscriptionLingerMs',
-  'longHoldWarningMs',
-  'telemetry',
-  'syncReplicas',
-] as const;
-const SYNC_REPLICAS_OPTIONS = ['count', 'timeoutMs'] as const;
-/** At most this many replicas can be asked to acknowledge a write. */
-const MAX_SYNC_REPLICAS = 100;
-const LOCK_OPTIONS = ['reentrant'] as const;
-
-const EXPECTED_CLIENT =
-  'Expected `redis` to be a connected node-redis client (createClient() of the `redis` package) or ioredis client (new Redis() of the `ioredis` package, or of its fork `iovalkey`), or a Valkey GLIDE client (GlideClient.createClient() of `@valkey/valkey-glide`)';
-
-/** What is wrong with the client the user passed, said as what was expected and what arrived. */
-function clientProblemMessage(redis: unknown, found: ClientProblem): string {
-  return problemMessage(EXPECTED_CLIENT, describe(redis), found);
-}
-
-/**
- * `syncReplicas`: a whole `count` from 1 and a `timeoutMs` from 1 to a quarter of the watchdog's
- * lease, so a renewal and its wait fit well within the third of the lease between renewals.
- */
-function checkSyncReplicas(value: unknown, watchdogTimeoutMs: number): { count: number; timeoutMs: number } {
-  const given = checkOptions('syncReplicas', value, SYNC_REPLICAS_OPTIONS);
-  const { count, timeoutMs } = given;
-  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_SYNC_REPLICAS) {
-    throw new InvalidArgumentError(
-      `Expected \`syncReplicas.count\` to be a whole number of replicas from 1 to ${MAX_SYNC_REPLICAS}, got ${describe(count)}`,
-    );
-  }
-  const maxWaitMs = Math.floor(watchdogTimeoutMs / 4);
-  if (
-    typeof timeoutMs !== 'number' ||
-    !Number.isInteger(timeoutMs) ||
-    timeoutMs < 1 ||
-    timeoutMs > maxWaitMs
-  ) {
-    throw new InvalidArgumentError(
-      `Expected \`syncReplicas.timeoutMs\` to be a whole number of milliseconds from 1 to ${maxWaitMs} (a quarter of watchdogTimeoutMs), got ${describe(timeoutMs)}`,
-    );
-  }
-  return { count, timeoutMs };
-}
-
-function checkClient(redis: unknown): RedisConnection {
-  const adapted = adapt(redis);
-  if (isConnection(adapted)) return adapted;
-  throw new InvalidArgumentError(clientProblemMessage(redis, adapted));
-}
+import type { LockRedisClient } from './redis/connection.js';
+import { checkKey, checkText, MAX_NAME_LENGTH } from './validate.js';
 
 /**
  * Entry point of latchkey: owns a client id, the watchdog that renews held locks, and one
@@ -126,35 +57,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   constructor(redis: LockRedisClient, options?: LockClientOptions) {
     super();
     const client = checkClient(redis);
-    const given = checkOptions('options', options, CLIENT_OPTIONS);
-    this.#keyPrefix =
-      given.keyPrefix === undefined ? '' : checkText('keyPrefix', given.keyPrefix, MAX_PREFIX_LENGTH, true);
-    const watchdogTimeoutMs =
-      given.watchdogTimeoutMs === undefined
-        ? DEFAULT_WATCHDOG_TIMEOUT_MS
-        : checkDuration('watchdogTimeoutMs', given.watchdogTimeoutMs, 30);
-    this.#engine = new Engine(client, this, {
-      keyPrefix: this.#keyPrefix,
-      reportUnreachable: true,
-      watchdogTimeoutMs,
-      syncReplicas:
-        given.syncReplicas === undefined
-          ? undefined
-          : checkSyncReplicas(given.syncReplicas, watchdogTimeoutMs),
-      commandTimeoutMs:
-        given.commandTimeoutMs === undefined
-          ? DEFAULT_COMMAND_TIMEOUT_MS
-          : checkDuration('commandTimeoutMs', given.commandTimeoutMs, 1),
-      subscriptionLingerMs:
-        given.subscriptionLingerMs === undefined
-          ? DEFAULT_SUBSCRIPTION_LINGER_MS
-          : checkDuration('subscriptionLingerMs', given.subscriptionLingerMs, 0),
-      longHoldWarningMs:
-        given.longHoldWarningMs === undefined
-          ? DEFAULT_LONG_HOLD_WARNING_MS
-          : checkDuration('longHoldWarningMs', given.longHoldWarningMs, 0),
-      telemetry: given.telemetry === undefined ? true : checkBoolean('telemetry', given.telemetry),
-    });
+    const settings = checkClientOptions(options);
+    this.#keyPrefix = settings.keyPrefix;
+    this.#engine = new Engine(client, this, settings);
   }
 
   /**
@@ -171,7 +76,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   lock(name: string, options?: LockOptions): Lock {
     const checked = this.#checkName(name);
-    return new Lock(this.#engine, this.#keyPrefix, checked, this.#reentrant(options));
+    return new Lock(this.#engine, this.#keyPrefix, checked, checkReentrant(options));
   }
 
   /**
@@ -188,7 +93,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   fencedLock(name: string, options?: FencedLockOptions): FencedLock {
     const checked = this.#checkName(name);
-    return new FencedLock(this.#engine, this.#keyPrefix, checked, this.#reentrant(options));
+    return new FencedLock(this.#engine, this.#keyPrefix, checked, checkReentrant(options));
   }
 
   /**
@@ -269,6 +174,11 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     return new CountDownLatch(this.#engine, this.#keyPrefix, checked);
   }
 
+  /** A {@link MultiLock}: `handles` (of this client, one per key) taken all or nothing. Sends nothing. */
+  multiLock<const H extends readonly MemberHandle[]>(handles: H): MultiLock<LeasesOf<H>> {
+    return new MultiLock(this.#engine, handles);
+  }
+
   /** Whether {@link LockClient.close} was called. */
   get closed(): boolean {
     return this.#engine.closed;
@@ -293,10 +203,5 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const checked = checkText('name', name, MAX_NAME_LENGTH, false);
     checkKey(checked, lockKey(this.#keyPrefix, checked));
     return checked;
-  }
-
-  #reentrant(options: LockOptions | undefined): boolean {
-    const given = checkOptions('options', options, LOCK_OPTIONS);
-    return given.reentrant === undefined ? true : checkBoolean('reentrant', given.reentrant);
   }
 }

@@ -74,7 +74,7 @@ describe('npm run demo', () => {
 
   it('runs every example, and every one passes', () => {
     expect(run.code, run.output).toBe(0);
-    expect(run.output).toContain('All 9 examples passed.');
+    expect(run.output).toContain('All 10 examples passed.');
   });
 
   it('leaves the Redis it ran against as it found it: only retry records that expire within a minute', () => {
