@@ -1,8 +1,9 @@
 import type { RedisConnection } from './connection.js';
-import { GlideConnection, glideProblem, isGlide } from './glide.js';
+import { GlideConnection, glideProblem, isGlide, isGlideCluster } from './glide.js';
+import { GlideClusterConnection } from './glide-cluster.js';
 import { commandClass, IoRedisConnection, ioRedisLibrary, ioRedisProblem, isIoRedis } from './ioredis.js';
 import { isNodeRedisCluster, NodeRedisConnection, nodeRedisProblem } from './node-redis.js';
-import type { NodeRedisClusterClient } from './connection.js';
+import type { GlideClusterClientLike, NodeRedisClusterClient } from './connection.js';
 import { NodeRedisClusterConnection } from './node-redis-cluster.js';
 import { isNodeRedisSentinel, NodeRedisSentinelConnection } from './node-redis-sentinel.js';
 
@@ -21,7 +22,7 @@ export type ClientProblem =
     }
   | {
       readonly library: 'glide';
-      readonly problem: 'cluster' | 'closed' | 'subscriber' | 'unknown-version';
+      readonly problem: 'closed' | 'subscriber' | 'unknown-version';
     };
 
 /**
@@ -42,7 +43,9 @@ export function adapt(redis: unknown): RedisConnection | ClientProblem {
   if (isGlide(redis)) {
     const problem = glideProblem(redis);
     if (problem !== undefined) return { library: 'glide', problem };
-    return new GlideConnection(redis);
+    return isGlideCluster(redis)
+      ? new GlideClusterConnection(redis as GlideClusterClientLike)
+      : new GlideConnection(redis);
   }
   if (isNodeRedisCluster(redis)) {
     const cluster = redis as NodeRedisClusterClient;

@@ -122,11 +122,27 @@ export interface GlideClientLike {
 }
 
 /**
+ * A Valkey GLIDE cluster client: `GlideClusterClient.createClient()` of `@valkey/valkey-glide`,
+ * 2.x. The parts latchkey uses beyond {@link GlideClientLike}'s; it never closes the client.
+ */
+export interface GlideClusterClientLike extends GlideClientLike {
+  /** `route` says which node runs the command: latchkey names the master of the first key's slot. */
+  customCommand(args: string[], options?: { route?: unknown }): Promise<unknown>;
+  invokeScriptWithRoute(script: never, options?: never): Promise<unknown>;
+}
+
+/**
  * The clients a {@link LockClient} accepts, connected: node-redis (standalone, Redis Cluster or
- * Sentinel), ioredis or iovalkey (standalone, or with `sentinels`), or Valkey GLIDE (`GlideClient`).
+ * Sentinel), ioredis or iovalkey (standalone, or with `sentinels`), or Valkey GLIDE
+ * (`GlideClient`, `GlideClusterClient`).
  */
 export type LockRedisClient =
-  NodeRedisClient | NodeRedisClusterClient | NodeRedisSentinelClient | IoRedisClient | GlideClientLike;
+  | NodeRedisClient
+  | NodeRedisClusterClient
+  | NodeRedisSentinelClient
+  | IoRedisClient
+  | GlideClientLike
+  | GlideClusterClientLike;
 
 /** A listener of one channel: the message and the channel it came on. @internal */
 export type MessageListener = (message: string, channel: string) => void;

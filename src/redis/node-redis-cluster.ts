@@ -8,11 +8,8 @@ import type {
 import { isServerReply } from './replies.js';
 import { ClusterSubscription, type NodeOfCluster } from './node-redis-cluster-subscriber.js';
 import { isAtLeast } from './server-version.js';
+import { firstKeyOf, SHARDED_PUB_SUB_SINCE } from './cluster-routing.js';
 
-/** Sharded pub/sub (SSUBSCRIBE, SPUBLISH) came with Redis 7.0. */
-const SHARDED_PUB_SUB_SINCE = '7.0.0';
-/** Commands latchkey sends that name no key: they go to any master. */
-const KEYLESS = new Set(['INFO', 'TIME', 'PING', 'SCRIPT', 'CLUSTER', 'ROLE', 'DBSIZE', 'MEMORY', 'LATENCY']);
 /** How often at most a failed command makes node-redis learn the cluster's layout again. */
 const REDISCOVER_EVERY_MS = 500;
 /**
@@ -21,15 +18,6 @@ const REDISCOVER_EVERY_MS = 500;
  * sends nothing meanwhile, and the subscriptions follow.
  */
 const LAYOUT_SCAN_MS = 1_000;
-
-/** The key a command is routed by: the first key of a script, the argument after a key command. */
-export function firstKeyOf(args: readonly string[]): string | undefined {
-  const name = (args[0] ?? '').toUpperCase();
-  if (name === 'EVALSHA' || name === 'EVAL' || name === 'EVALSHA_RO' || name === 'EVAL_RO') {
-    return Number(args[2]) > 0 ? args[3] : undefined;
-  }
-  return KEYLESS.has(name) ? undefined : args[1];
-}
 
 /**
  * The connection to a Redis Cluster through a node-redis `createCluster()` client: every command

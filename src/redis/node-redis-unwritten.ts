@@ -1,4 +1,52 @@
 /**
+ * The `abortSignal` of one command handed to a ready node-redis client. Of an AbortSignal,
+ * node-redis's command queue reads `aborted`, adds one `abort` listener when it queues the
+ * command, and removes it when it takes the command out to write it, or drops it (node-redis 5
+ * and 6): so a command whose listener is still on was not written. That is all this is; a real
+ * AbortController would cost an EventTarget per command, several microseconds and a few
+ * hundred bytes on every call latchkey sends, for a signal that is almost never aborted.
+ */
+class Withdrawal {
+  aborted = false;
+  #listener: (() => void) | undefined;
+  readonly #unwritten: Set<Withdrawal>;
+
+  constructor(unwritten: Set<Withdrawal>) {
+    this.#unwritten = unwritten;
+  }
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    this.#listener = listener;
+    this.#unwritten.add(this);
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    if (this.#listener !== listener) return;
+    this.#listener = undefined;
+    this.#unwritten.delete(this);
+  }
+
+  /**
+   * The command was settled without its listener taken off (node-redis's own command timeout
+   * rejects it so): it is out of node-redis's queue, and must never be taken out again.
+   */
+  forget(): void {
+    this.#listener = undefined;
+    this.#unwritten.delete(this);
+  }
+
+  /** Takes the command out of node-redis's queue, which rejects it with its AbortError. */
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const listener = this.#listener;
+    this.#listener = undefined;
+    this.#unwritten.delete(this);
+    listener?.();
+  }
+}
+
+/**
  * Commands handed to a ready node-redis client that it has not written out yet, so that none
  * is written to a connection that is already gone.
  *
@@ -19,21 +67,8 @@
  * @internal
  */
 export class UnwrittenCommands {
-  /** Commands handed over since the last sweep, and those of the sweep before. */
-  #current: AbortController[] = [];
-  #previous: AbortController[] = [];
-  #sweepScheduled = false;
-  /**
-   * Runs once per turn of immediates while commands are kept. node-redis writes a command in
-   * the first turn of immediates after it was handed over: by the second sweep after that,
-   * it is written (aborting it then does nothing) or was withdrawn.
-   */
-  readonly #sweep = (): void => {
-    this.#previous = this.#current;
-    this.#current = [];
-    this.#sweepScheduled = this.#previous.length > 0;
-    if (this.#sweepScheduled) setImmediate(this.#sweep).unref();
-  };
+  /** The commands handed over and not yet taken out to be written, oldest first. */
+  readonly #unwritten = new Set<Withdrawal>();
 
   /**
    * Set from a reset until the writes node-redis scheduled before it have run: an immediate
@@ -46,18 +81,18 @@ export class UnwrittenCommands {
     return this.#draining;
   }
 
+  /** How many commands handed over are not written yet. */
+  get size(): number {
+    return this.#unwritten.size;
+  }
+
   /**
    * On a reset: withdraws every command not written yet (node-redis rejects each with its
    * AbortError) and holds new ones back until the writes scheduled before it have run.
    */
   readonly withdraw = (): void => {
-    const kept = [this.#previous, this.#current];
-    this.#previous = [];
-    this.#current = [];
-    for (let k = kept.length - 1; k >= 0; k -= 1) {
-      const controllers = kept[k] ?? [];
-      for (let i = controllers.length - 1; i >= 0; i -= 1) controllers[i]?.abort();
-    }
+    const withdrawals = [...this.#unwritten];
+    for (let i = withdrawals.length - 1; i >= 0; i -= 1) withdrawals[i]?.abort();
     this.#draining ??= new Promise((resolve) => {
       setImmediate(() => {
         this.#draining = undefined;
@@ -66,16 +101,19 @@ export class UnwrittenCommands {
     });
   };
 
-  /** The signal for a command handed to the ready client now. */
-  signal(): AbortSignal {
-    const controller = new AbortController();
-    this.#current.push(controller);
-    if (!this.#sweepScheduled) {
-      this.#sweepScheduled = true;
-      setImmediate(this.#sweep).unref();
-    }
-    return controller.signal;
+  /** Hands `args` to the ready `client` now, withdrawable until node-redis writes it out. */
+  send(client: CommandSender, args: string[]): Promise<unknown> {
+    const withdrawal = new Withdrawal(this.#unwritten);
+    const reply = client.sendCommand(args, { abortSignal: withdrawal as unknown as AbortSignal });
+    // A settled command is no longer node-redis's to write, however it was settled.
+    reply.catch(() => withdrawal.forget());
+    return reply;
   }
+}
+
+/** What {@link UnwrittenCommands.send} needs of a node-redis client. */
+interface CommandSender {
+  sendCommand(args: string[], options: { abortSignal: AbortSignal }): Promise<unknown>;
 }
 
 /** A node-redis client's event that says a ready connection was lost and is being replaced. */

@@ -81,10 +81,8 @@ export class NodeRedisConnection implements RedisConnection {
     if (draining !== undefined) return draining.then(() => this.send(args, signal));
     // An abortSignal takes a command that was never written out of node-redis's queue: the
     // caller's while the client is not ready, else one withdrawn if the connection drops first.
-    const abortSignal = signal ?? unwritten?.signal();
-    return abortSignal === undefined
-      ? this.#client.sendCommand(args)
-      : this.#client.sendCommand(args, { abortSignal });
+    if (signal !== undefined) return this.#client.sendCommand(args, { abortSignal: signal });
+    return unwritten === undefined ? this.#client.sendCommand(args) : unwritten.send(this.#client, args);
   }
 
   async openSubscriber(events: SubscriberEvents): Promise<Subscriber> {

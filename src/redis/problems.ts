@@ -20,14 +20,12 @@ export function problemMessage(expected: string, got: string, found: ClientProbl
   }
   if (found.library === 'glide') {
     switch (found.problem) {
-      case 'cluster':
-        return 'Valkey GLIDE cluster clients are not supported yet: got a GlideClusterClient; pass a GlideClient (standalone), or for a Redis Cluster a node-redis createCluster() client (connected)';
       case 'closed':
         return `${expected}; the GLIDE client is closed: pass a client that is open`;
       case 'subscriber':
         return `${expected}; the GLIDE client was created with \`pubsubSubscriptions\`: pass a client created without them (latchkey opens its own subscriber)`;
       case 'unknown-version':
-        return `${expected}; this GLIDE client lacks what latchkey uses (its configuration and \`createClient\` of @valkey/valkey-glide 2.x)`;
+        return `${expected}; this GLIDE client lacks what latchkey uses (its configuration, \`createClient\` and dynamic subscriptions, \`subscribe\` and on a cluster client \`ssubscribe\`, of @valkey/valkey-glide 2.x)`;
     }
   }
   const ioredis = found.library;

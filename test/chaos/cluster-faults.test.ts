@@ -1,6 +1,6 @@
 /**
- * Faults of a real Redis Cluster under contention: several LockClients, each on a node-redis
- * cluster client of its own, take and free locks of five kinds (lock, fenced, fair, write,
+ * Faults of a real Redis Cluster under contention: several LockClients, each on a cluster client
+ * of its own of the library under test (node-redis or GLIDE; skipped on ioredis and iovalkey), take and free locks of five kinds (lock, fenced, fair, write,
  * simple) whose slots live on the master under attack,
  * while (1) a replica takes over with CLUSTER FAILOVER, (2) the master is killed with SIGKILL and
  * its replica is elected, (3) the locks' slots are migrated to another master and back
@@ -8,15 +8,22 @@
  * the critical sections' monotonic intervals: 0 overlaps. Waiters must recover: every lock is
  * taken again after each fault. LATCHKEY_CHAOS=full runs longer and repeats the faults.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe as describeAll, expect, it } from 'vitest';
 import { LockClient } from '../../src/index.js';
 import { keySlot } from '../../src/redis/slot.js';
-import { connectCluster, startCluster, type LocalCluster } from '../support/cluster.js';
+import { cannot } from '../support/clients.js';
+import { startCluster, type LocalCluster } from '../support/cluster.js';
+import {
+  connectLockCluster,
+  destroyLockCluster,
+  type LockClusterClient,
+} from '../support/cluster-clients.js';
 import { sleep, waitUntil } from '../support/wait.js';
 import { findOverlaps, type Interval } from './intervals.js';
 import { scaled } from './scale.js';
 
-type Cluster = Awaited<ReturnType<typeof connectCluster>>;
+const skipped = cannot('cluster');
+const describe = describeAll.skipIf(skipped !== undefined);
 
 /** The kinds the load takes, one per lock name in turn: each needs mutual exclusion. */
 const KINDS = ['lock', 'fenced lock', 'fair lock', 'write lock', 'simple lock'] as const;
@@ -50,6 +57,7 @@ const ROUNDS = scaled(1, 4);
 let cluster: LocalCluster;
 
 beforeAll(async () => {
+  if (skipped !== undefined) return;
   cluster = await startCluster();
 }, 60_000);
 
@@ -81,10 +89,10 @@ interface Load {
 
 /** CLIENTS LockClients, each running LOOPS_PER_CLIENT loops of take / short section / free over `names`. */
 async function startLoad(names: readonly string[]): Promise<Load> {
-  const redis: Cluster[] = [];
+  const redis: LockClusterClient[] = [];
   const clients: LockClient[] = [];
   for (let i = 0; i < CLIENTS; i += 1) {
-    const connection = await connectCluster(cluster);
+    const connection = await connectLockCluster(cluster);
     redis.push(connection);
     const locks = new LockClient(connection, { commandTimeoutMs: 1_000, watchdogTimeoutMs: 3_000 });
     locks.on('error', () => {});
@@ -101,7 +109,7 @@ async function startLoad(names: readonly string[]): Promise<Load> {
       running = false;
       await Promise.all(loops);
       await Promise.all(clients.map((locks) => locks.close()));
-      for (const connection of redis) connection.destroy();
+      for (const connection of redis) destroyLockCluster(connection);
     },
   };
   const loop = async (locks: LockClient, who: string, offset: number): Promise<void> => {
@@ -169,7 +177,7 @@ async function recovered(load: Load, names: readonly string[], since: number): P
  * now, long before A's lease could have run out. Resolves how long B took after the release.
  */
 async function waiterAcrossFault(name: string): Promise<{ finish(): Promise<number> }> {
-  const connections = [await connectCluster(cluster), await connectCluster(cluster)];
+  const connections = [await connectLockCluster(cluster), await connectLockCluster(cluster)];
   const [holder, waiter] = connections.map((redis) => {
     const locks = new LockClient(redis, { commandTimeoutMs: 1_000 });
     locks.on('error', () => {});
@@ -200,7 +208,7 @@ async function waiterAcrossFault(name: string): Promise<{ finish(): Promise<numb
         return ms;
       } finally {
         await Promise.all([holder.close(), waiter.close()]);
-        for (const redis of connections) redis.destroy();
+        for (const redis of connections) destroyLockCluster(redis);
       }
     },
   };

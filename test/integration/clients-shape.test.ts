@@ -2,10 +2,11 @@
  * Each client library latchkey takes is recognised by its shape (latchkey imports none of them):
  * a lock round-trips on it, a release hands the lock to a waiter of another LockClient on the
  * same library, woken through that library's own subscriber connection, and a mode latchkey
- * does not drive is refused in the constructor with a message naming what is supported.
+ * does not drive is refused in the constructor with a message naming what is supported. GLIDE's
+ * cluster client needs a cluster: it is tested in test/topology/cluster.test.ts.
  * Runs whatever LATCHKEY_TEST_CLIENT says: it makes its own clients of every library.
  */
-import { GlideClient, GlideClientConfiguration, GlideClusterClient } from '@valkey/valkey-glide';
+import { GlideClient, GlideClientConfiguration } from '@valkey/valkey-glide';
 import { Redis as IoValkey } from 'iovalkey';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError, LockClient } from '../../src/index.js';
@@ -86,16 +87,6 @@ describe('client libraries recognised by shape', () => {
     } finally {
       lazy.disconnect();
     }
-  });
-
-  it('refuses a GLIDE cluster client, naming what is supported', () => {
-    // A GlideClusterClient needs a cluster to connect to; its shape is what is refused, so one
-    // built without connecting (as GLIDE builds it before its handshake) shows it.
-    const shaped = Object.create(GlideClusterClient.prototype) as GlideClusterClient;
-    expect(() => new LockClient(shaped)).toThrow(InvalidArgumentError);
-    expect(() => new LockClient(shaped)).toThrow(
-      /Valkey GLIDE cluster clients are not supported yet: got a GlideClusterClient; pass a GlideClient \(standalone\)/,
-    );
   });
 
   it('refuses a closed GLIDE client and one created with subscriptions', async () => {

@@ -14,6 +14,8 @@
  */
 import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/index.js';
+import { NodeRedisConnection } from '../../src/redis/node-redis.js';
+import { unwrittenCommandsOf } from '../../src/redis/node-redis-unwritten.js';
 import { connectNodeRedis, destroyClient, type NodeRedis } from '../support/clients.js';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js';
 import { uniquePrefix } from '../support/keys.js';
@@ -104,4 +106,50 @@ describe('a lock call sent in the instant its connection is reset', () => {
     await within(lease?.release() ?? Promise.resolve(), 5_000, 'the release');
     expect(await admin.exists(lease?.key ?? '')).toBe(0);
   }, 30_000);
+
+  it('counts a command unwritten from the moment node-redis queues it until it takes it out to write it', async () => {
+    // latchkey learns which commands are not written yet from node-redis itself: it adds the
+    // command's abort listener when it queues it and removes it when it writes it. A version
+    // of node-redis that kept the listener would leave every command counted here for ever.
+    const redis = await connectNodeRedis({ url: server.url });
+    cleanups.push(() => destroyClient(redis));
+    const connection = new NodeRedisConnection(redis);
+    const unwritten = unwrittenCommandsOf(redis);
+    const replies = Array.from({ length: 50 }, (_, i) => connection.send(['ECHO', `order:${i}`]));
+    expect(unwritten?.size).toBe(50);
+    expect(await Promise.all(replies)).toEqual(Array.from({ length: 50 }, (_, i) => `order:${i}`));
+    expect(unwritten?.size).toBe(0);
+  });
+
+  it('forgets a command node-redis times out before writing it, and withdraws nothing of it later', async () => {
+    // node-redis's own command timeout (a client's command options) rejects a command still
+    // queued without taking its abort listener off; taking it out of node-redis's queue a second
+    // time, on a later reset, would miscount that queue.
+    const redis = await connectNodeRedis({ url: server.url });
+    cleanups.push(() => destroyClient(redis));
+    // As `createClient({ commandOptions: { timeout: 1 } })` sets it, once connected (a 1 ms
+    // timeout would fail the handshake's own commands on a busy machine).
+    (redis as unknown as { _self: { _commandOptions?: { timeout: number } } })._self._commandOptions = {
+      timeout: 1,
+    };
+    const connection = new NodeRedisConnection(redis);
+    const unwritten = unwrittenCommandsOf(redis);
+    // Sent from an immediate and held there past the timeout: the event loop runs the timeout's
+    // timer before the next immediates, node-redis's write among them.
+    const { reply } = await new Promise<{ reply: Promise<unknown> }>((resolve) => {
+      setImmediate(() => {
+        const sent = connection.send(['ECHO', 'late']);
+        const until = performance.now() + 10;
+        while (performance.now() < until) {
+          // Held past the 1 ms timeout.
+        }
+        resolve({ reply: sent });
+      });
+    });
+    await expect(reply).rejects.toThrow();
+    expect(unwritten?.size).toBe(0);
+    (redis as unknown as { _self: { _commandOptions?: { timeout: number } } })._self._commandOptions =
+      undefined;
+    expect(await within(redis.sendCommand(['ECHO', 'next']), 5_000, 'ECHO next')).toBe('next');
+  });
 });

@@ -9,7 +9,7 @@ import { GlideClient } from '@valkey/valkey-glide';
 import { Redis as IoRedis } from 'ioredis';
 import { Redis as IoValkey } from 'iovalkey';
 import { createClient } from 'redis';
-import { flatMaps } from '../../src/redis/glide.js';
+import { flatMaps } from '../../src/redis/glide-replies.js';
 
 export type TestClientLibrary = 'node-redis' | 'ioredis' | 'iovalkey' | 'glide';
 
@@ -36,7 +36,7 @@ export const GLIDE_REQUEST_TIMEOUT_MS = 10_000;
 export const TEST_CLIENT: TestClientLibrary = libraryFromEnv();
 
 /** What a test needs of the library under test that not every library can do. */
-export type Needs = 'subscriber-on-replica' | 'subscriber-errors';
+export type Needs = 'subscriber-on-replica' | 'subscriber-errors' | 'cluster';
 
 /**
  * The one place that says which tests do not apply to which library, and why; a test that
@@ -44,8 +44,8 @@ export type Needs = 'subscriber-on-replica' | 'subscriber-errors';
  */
 const CANNOT: Readonly<Record<TestClientLibrary, Partial<Record<Needs, string>>>> = {
   'node-redis': {},
-  ioredis: {},
-  iovalkey: {},
+  ioredis: { cluster: "latchkey refuses ioredis's Cluster client (Redis.Cluster)" },
+  iovalkey: { cluster: "latchkey refuses iovalkey's Cluster client" },
   glide: {
     'subscriber-on-replica':
       "GLIDE's standalone client connects to a primary only (it checks the node's role), so its subscriber cannot be made to sit on a replica",

@@ -1,39 +1,57 @@
 /**
- * Every kind on a real Redis Cluster (3 masters, 3 replicas): two LockClients, each on a
- * node-redis `createCluster()` client of its own; the waiter is woken by a sharded message
+ * Every kind on a real Redis Cluster (3 masters, 3 replicas): two LockClients, each on a cluster
+ * client of its own of the library under test (node-redis `createCluster()` or GLIDE's
+ * `GlideClusterClient`; LATCHKEY_TEST_CLIENT), the tests' own commands on node-redis; the waiter is woken by a sharded message
  * (SSUBSCRIBE seen by PUBSUB SHARDNUMSUB on the master of the channel's slot, none by plain
  * PUBSUB), every key a kind leaves lands in the lock key's slot, a Redisson-style waiter and
  * publisher on the same cluster wake and are woken by latchkey, and the watchdog renews holds in
- * many slots at once.
+ * many slots at once. Skips on ioredis and iovalkey, whose Cluster clients latchkey refuses.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe as describeAll, expect, it } from 'vitest';
+import { GlideClusterClient, GlideClusterClientConfiguration } from '@valkey/valkey-glide';
 import { InvalidArgumentError, LockClient, RedlockClient, ReplicationError } from '../../src/index.js';
+import { adapt, isConnection } from '../../src/redis/adapt.js';
 import { keySlot } from '../../src/redis/slot.js';
+import { cannot } from '../support/clients.js';
 import { connectCluster, startCluster, type LocalCluster } from '../support/cluster.js';
+import {
+  connectLockCluster,
+  destroyLockCluster,
+  reportingVersion,
+  type LockClusterClient,
+} from '../support/cluster-clients.js';
 import { sleep, waitUntil } from '../support/wait.js';
 
 type Cluster = Awaited<ReturnType<typeof connectCluster>>;
 
+const skipped = cannot('cluster');
+const describe = describeAll.skipIf(skipped !== undefined);
+
 let cluster: LocalCluster;
+/** The tests' own commands. */
 let redisA: Cluster;
-let redisB: Cluster;
+/** The LockClients' connections, of the library under test. */
+let lockA: LockClusterClient;
+let lockB: LockClusterClient;
 let a: LockClient;
 let b: LockClient;
 let run = 0;
 
 beforeAll(async () => {
+  if (skipped !== undefined) return;
   cluster = await startCluster();
   redisA = await connectCluster(cluster);
-  redisB = await connectCluster(cluster);
-  a = new LockClient(redisA);
-  b = new LockClient(redisB);
+  lockA = await connectLockCluster(cluster);
+  lockB = await connectLockCluster(cluster);
+  a = new LockClient(lockA);
+  b = new LockClient(lockB);
 }, 60_000);
 
 afterAll(async () => {
   await a?.close();
   await b?.close();
   redisA?.destroy();
-  redisB?.destroy();
+  for (const client of [lockA, lockB]) if (client !== undefined) destroyLockCluster(client);
   await cluster?.stop();
 });
 
@@ -282,26 +300,11 @@ describe('hand-over on a cluster', () => {
 describe('a cluster before Redis 7', () => {
   it('uses plain PUBLISH and SUBSCRIBE when the server reports a version without sharded pub/sub', async () => {
     // The same cluster, reported as Redis 6.2 by a client that rewrites INFO's version.
-    const asRedis6 = (client: Cluster): Cluster =>
-      new Proxy(client, {
-        get(target, property) {
-          if (property === 'sendCommand') {
-            return async (...call: Parameters<Cluster['sendCommand']>) => {
-              const reply: unknown = await target.sendCommand(...call);
-              const args = call[2] as readonly string[];
-              return args[0] === 'INFO' && typeof reply === 'string'
-                ? reply.replace(/redis_version:[^\r\n]*/, 'redis_version:6.2.14')
-                : reply;
-            };
-          }
-          const value: unknown = Reflect.get(target, property, target);
-          return typeof value === 'function'
-            ? (value as (...args: unknown[]) => unknown).bind(target)
-            : value;
-        },
-      });
-    const [redisC, redisD] = [await connectCluster(cluster), await connectCluster(cluster)];
-    const [c, d] = [new LockClient(asRedis6(redisC)), new LockClient(asRedis6(redisD))];
+    const [redisC, redisD] = [await connectLockCluster(cluster), await connectLockCluster(cluster)];
+    const [c, d] = [
+      new LockClient(reportingVersion(redisC, '6.2.14')),
+      new LockClient(reportingVersion(redisD, '6.2.14')),
+    ];
     try {
       const name = `invoice-${(run += 1)}x`;
       const lease = await c.lock(name).acquire();
@@ -316,15 +319,15 @@ describe('a cluster before Redis 7', () => {
       await taken.release();
     } finally {
       await Promise.all([c.close(), d.close()]);
-      redisC.destroy();
-      redisD.destroy();
+      destroyLockCluster(redisC);
+      destroyLockCluster(redisD);
     }
   });
 });
 
 describe('the watchdog on a cluster', () => {
   it('renews 120 holds spread over many slots, batch by slot, without a CROSSSLOT error', async () => {
-    const redis = await connectCluster(cluster);
+    const redis = await connectLockCluster(cluster);
     // A lease of 1 s, renewed every third: with 300 ms, taking 120 locks and a loaded machine's
     // stalls (load 13) lost holds before any renewal could reach them.
     const locks = new LockClient(redis, { watchdogTimeoutMs: 1_000 });
@@ -346,7 +349,7 @@ describe('the watchdog on a cluster', () => {
       await Promise.all([...leases, ...readers].map((lease) => lease.release()));
     } finally {
       await locks.close();
-      redis.destroy();
+      destroyLockCluster(redis);
     }
   });
 });
@@ -361,7 +364,7 @@ describe('syncReplicas on a cluster', () => {
   it("waits for the replica of the lock's own master, and rolls a grant back when too few acknowledge", async () => {
     const name = `synced-${(run += 1)}`;
     const master = await cluster.masterOf(keySlot(name));
-    const redis = await connectCluster(cluster);
+    const redis = await connectLockCluster(cluster);
     // Each master has one replica: one acknowledgement can be had, two never.
     const one = new LockClient(redis, { syncReplicas: { count: 1, timeoutMs: 200 } });
     const two = new LockClient(redis, { syncReplicas: { count: 2, timeoutMs: 100 } });
@@ -384,21 +387,100 @@ describe('syncReplicas on a cluster', () => {
     } finally {
       await one.close();
       await two.close();
-      redis.destroy();
+      destroyLockCluster(redis);
     }
   });
 });
 
 describe('Redlock and cluster clients', () => {
-  it('refuses a cluster client as a Redlock master before sending anything', () => {
-    const message = (() => {
+  it.each([
+    ['node-redis', 'node-redis'],
+    ['glide', 'Valkey GLIDE'],
+  ] as const)(
+    'refuses a %s cluster client as a Redlock master, naming its library',
+    async (library, named) => {
+      const clusterClient = await connectLockCluster(cluster, library);
       try {
-        new RedlockClient([redisA, redisB, redisA.duplicate()]);
-        return 'accepted';
-      } catch (error) {
-        return error instanceof InvalidArgumentError ? error.message : String(error);
+        const message = (() => {
+          try {
+            new RedlockClient([clusterClient, lockB, redisA]);
+            return 'accepted';
+          } catch (error) {
+            return error instanceof InvalidArgumentError ? error.message : String(error);
+          }
+        })();
+        expect(message).toMatch(
+          new RegExp(`masters\\[0\\].*, got a ${named} Cluster client: Redlock needs independent masters`),
+        );
+      } finally {
+        destroyLockCluster(clusterClient);
       }
-    })();
-    expect(message).toMatch(/masters\[0\].*Cluster client: Redlock needs independent masters/);
+    },
+  );
+});
+
+describe("Valkey GLIDE's cluster client, whatever the library under test", () => {
+  const addresses = (): Array<{ host: string; port: number }> =>
+    cluster.nodes.map((node) => ({ host: '127.0.0.1', port: node.port }));
+
+  it('is driven as a cluster client: a waiter on one is woken by a sharded message when another frees the lock', async () => {
+    const [glideA, glideB] = [
+      await connectLockCluster(cluster, 'glide'),
+      await connectLockCluster(cluster, 'glide'),
+    ];
+    const adapted = adapt(glideA);
+    expect(isConnection(adapted) && { library: adapted.library, cluster: adapted.cluster }).toEqual({
+      library: 'glide',
+      cluster: true,
+    });
+    const [c, d] = [new LockClient(glideA), new LockClient(glideB)];
+    try {
+      const name = `glide-invoice-${(run += 1)}`;
+      const lease = await c.lock(name).acquire();
+      const waiting = d.lock(name).acquire({ waitMs: 10_000 });
+      waiting.catch(() => undefined);
+      await waitUntil('D listens on a shard channel', async () => (await shardChannels(name)).length > 0);
+      const freedAt = performance.now();
+      await lease.release();
+      const taken = await waiting;
+      expect(performance.now() - freedAt).toBeLessThan(2_000);
+      await taken.release();
+      expect(await redisA.exists(name)).toBe(0);
+    } finally {
+      await Promise.all([c.close(), d.close()]);
+      destroyLockCluster(glideA);
+      destroyLockCluster(glideB);
+    }
+  });
+
+  it('refuses a closed one, one created with subscriptions, and one without sharded subscriptions', async () => {
+    const closed = await GlideClusterClient.createClient({ addresses: addresses() });
+    closed.close();
+    expect(() => new LockClient(closed)).toThrow(InvalidArgumentError);
+    expect(() => new LockClient(closed)).toThrow(/the GLIDE client is closed/);
+
+    const subscribed = await GlideClusterClient.createClient({
+      addresses: addresses(),
+      pubsubSubscriptions: {
+        channelsAndPatterns: {
+          [GlideClusterClientConfiguration.PubSubChannelModes.Sharded]: new Set(['{orders}:news']),
+        },
+      },
+    });
+    const open = await GlideClusterClient.createClient({ addresses: addresses() });
+    try {
+      expect(() => new LockClient(subscribed)).toThrow(/created with `pubsubSubscriptions`/);
+      // A GLIDE before dynamic sharded subscriptions: the same client without `ssubscribe`.
+      const older = new Proxy(open, {
+        get: (target, property) =>
+          property === 'ssubscribe' ? undefined : (Reflect.get(target, property, target) as unknown),
+      });
+      expect(() => new LockClient(older)).toThrow(
+        /this GLIDE client lacks what latchkey uses .*`ssubscribe`/,
+      );
+    } finally {
+      subscribed.close();
+      open.close();
+    }
   });
 });
