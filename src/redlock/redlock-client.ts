@@ -5,7 +5,7 @@ import { Engine, Events, within } from '../engine/index.js';
 import { InvalidArgumentError } from '../errors.js';
 import { lockKey } from '../keys.js';
 import type { LockClientEvents } from '../options.js';
-import { adapt, isConnection, type ClientProblem } from '../redis/adapt.js';
+import { adapt, isConnection } from '../redis/adapt.js';
 import { problemMessage } from '../redis/problems.js';
 import type { LockRedisClient, RedisConnection } from '../redis/connection.js';
 import {
@@ -39,14 +39,30 @@ const CLIENT_OPTIONS = [
   'subscriptionLingerMs',
 ] as const;
 
-/** What is wrong with master `index`, said as what was expected and what arrived. */
-function masterProblem(index: number, redis: unknown, found: ClientProblem): string {
-  const expected = `Expected \`masters[${index}]\` to be a connected standalone node-redis (createClient()) or ioredis (new Redis()) client`;
-  if ('library' in found && (found.problem === 'cluster' || found.problem === 'sentinel')) {
-    const kind = found.problem === 'cluster' ? 'Cluster' : 'Sentinel';
-    return `${expected}, got a ${found.library} ${kind} client: Redlock needs independent masters`;
-  }
-  return problemMessage(expected, describe(redis), found);
+/** A client's library, as a message names it. */
+const LIBRARY_NAMES: Readonly<Record<RedisConnection['library'], string>> = {
+  'node-redis': 'node-redis',
+  'node-redis-sentinel': 'node-redis',
+  ioredis: 'ioredis',
+  iovalkey: 'iovalkey',
+  glide: 'Valkey GLIDE',
+};
+
+/** What was expected of master `index`. */
+function expectedMaster(index: number): string {
+  return `Expected \`masters[${index}]\` to be a connected standalone client: node-redis (createClient()), ioredis or iovalkey (new Redis()), or Valkey GLIDE (GlideClient)`;
+}
+
+/** Why a client latchkey can drive is still no Redlock master: it spans several servers. */
+function notIndependent(index: number, connection: RedisConnection): string | undefined {
+  const topology =
+    connection.cluster === true
+      ? 'Cluster'
+      : connection.library === 'node-redis-sentinel'
+        ? 'Sentinel'
+        : undefined;
+  if (topology === undefined) return undefined;
+  return `${expectedMaster(index)}, got a ${LIBRARY_NAMES[connection.library]} ${topology} client: Redlock needs independent masters`;
 }
 
 function checkMasters(masters: unknown): RedisConnection[] {
@@ -70,18 +86,12 @@ function checkMasters(masters: unknown): RedisConnection[] {
     }
     seen.add(redis);
     const adapted = adapt(redis);
-    if (!isConnection(adapted)) throw new InvalidArgumentError(masterProblem(index, redis, adapted));
+    if (!isConnection(adapted)) {
+      throw new InvalidArgumentError(problemMessage(expectedMaster(index), describe(redis), adapted));
+    }
     // A LockClient takes these; Redlock's masters must be independent single servers.
-    if (adapted.cluster === true) {
-      throw new InvalidArgumentError(
-        masterProblem(index, redis, { library: 'node-redis', problem: 'cluster' }),
-      );
-    }
-    if (adapted.library === 'node-redis-sentinel') {
-      throw new InvalidArgumentError(
-        masterProblem(index, redis, { library: 'node-redis', problem: 'sentinel' }),
-      );
-    }
+    const shared = notIndependent(index, adapted);
+    if (shared !== undefined) throw new InvalidArgumentError(shared);
     return adapted;
   });
 }
@@ -125,7 +135,8 @@ export class RedlockClient extends EventEmitter<LockClientEvents> {
   readonly #closed = new AbortController();
 
   /**
-   * @param masters - at least 3 distinct connected standalone clients (node-redis or ioredis),
+   * @param masters - at least 3 distinct connected standalone clients (node-redis, ioredis,
+   *   iovalkey or Valkey GLIDE),
    *   each to its own independent master; an odd number is best. latchkey never closes them.
    * @param options - see {@link RedlockClientOptions}.
    * @throws {@link InvalidArgumentError} for fewer than 3 clients, the same client twice, a

@@ -2,7 +2,8 @@
  * RedlockClient over 3 and 5 independent masters, all running: a lock is an RLock hash on every
  * master; release and renewal reach every master; two clients exclude each other (checked by
  * an enter/exit log); a waiter wakes on the masters' unlock messages; bad input is refused
- * before any command; re-entry is refused; `await using` releases.
+ * before any command; re-entry is refused; `await using` releases; masters reached by different
+ * client libraries make one Redlock.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -27,6 +28,18 @@ const OPTIONS = { watchdogTimeoutMs: 1_500, nodeTimeoutMs: 100, retryDelayMs: 10
  * timeout no master misses there, and a lease long enough for it.
  */
 const EVERY_MASTER = { watchdogTimeoutMs: 10_000, nodeTimeoutMs: 1_000 } as const;
+
+/** Resolves once every master holds `key`: a grant after the quorum's joins within a call. */
+function heldEverywhere(masters: Masters, key: string): Promise<void> {
+  return waitUntil(
+    `"${key}" is held on every master`,
+    async () => {
+      const found = await Promise.all(masters.admin.map((admin) => admin.sendCommand(['EXISTS', key])));
+      return found.every((reply) => Number(reply) === 1);
+    },
+    2 * EVERY_MASTER.nodeTimeoutMs,
+  );
+}
 
 describe.each([3, 5])('Redlock on %i masters', (count) => {
   let masters: Masters;
@@ -72,16 +85,7 @@ describe.each([3, 5])('Redlock on %i masters', (count) => {
     const lock = locks.lock('payout:1');
     const lease = await lock.acquire();
     // The acquire resolves once a quorum granted; a later grant joins the lease within a call.
-    await waitUntil(
-      `"${lock.key}" is held on every master`,
-      async () => {
-        const found = await Promise.all(
-          masters.admin.map((admin) => admin.sendCommand(['EXISTS', lock.key])),
-        );
-        return found.every((reply) => Number(reply) === 1);
-      },
-      2 * EVERY_MASTER.nodeTimeoutMs,
-    );
+    await heldEverywhere(masters, lock.key);
     for (const admin of masters.admin) {
       const hash = await admin.sendCommand<string[]>(['HGETALL', lock.key]);
       expect(hash).toHaveLength(2);
@@ -271,5 +275,48 @@ describe.each([3, 5])('Redlock on %i masters', (count) => {
     // The same clients work once the input is right.
     await (await lock.acquire({ leaseMs: 5_000 })).release();
     expect(sent.length).toBeGreaterThan(0);
+  });
+});
+
+describe('Redlock over masters reached by different client libraries', () => {
+  let masters: Masters;
+  const made: LockConnection[] = [];
+  const clients: RedlockClient[] = [];
+
+  beforeAll(async () => {
+    masters = await startMasters(3);
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((client) => client.close()));
+    for (const client of made) destroyClient(client);
+    await masters.stop();
+  });
+
+  /** One client per master, each of another library, starting at `first` in the list. */
+  const mixed = async (first: number): Promise<RedlockClient> => {
+    const libraries = ['node-redis', 'ioredis', 'glide'] as const;
+    const connections = await Promise.all(
+      masters.servers.map((server, index) =>
+        connectClient({ url: server.url }, libraries[(first + index) % libraries.length]),
+      ),
+    );
+    made.push(...connections);
+    const client = new RedlockClient(connections, { ...OPTIONS, ...EVERY_MASTER, keyPrefix: 'mixed:' });
+    clients.push(client);
+    return client;
+  };
+
+  it('holds a lock on every master, and hands it to a waiter of another mix on release', async () => {
+    const [a, b] = [await mixed(0), await mixed(1)];
+    const lease = await a.lock('payout:mixed').acquire();
+    await heldEverywhere(masters, lease.key);
+    expect(await b.lock('payout:mixed').tryAcquire()).toBeNull();
+    const waiting = b.lock('payout:mixed').acquire({ waitMs: 5_000 });
+    await sleep(100);
+    await lease.release();
+    const next = await waiting;
+    expect(next.key).toBe(lease.key);
+    expect(await a.lock('payout:mixed').tryAcquire()).toBeNull();
+    await next.release();
   });
 });
