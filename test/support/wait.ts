@@ -38,11 +38,14 @@ export async function settle<T>(promise: Promise<T>): Promise<Settled<T>> {
   }
 }
 
+/** What {@link within} rejects with: `what` did not settle in time. */
+export class NotSettledError extends Error {}
+
 /** `promise`, or a rejection after `ms`: a deadlock fails the test instead of hanging it. */
 export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new NotSettledError(`${what} did not settle within ${ms} ms`)), ms);
   });
   try {
     return await Promise.race([promise, timeout]);
