@@ -1,5 +1,6 @@
 // Entry of `npm run render` (in bench/; `npm run bench:render` from the root): writes the report
-// (latest.md, latest.svg, the scaling charts) again from the latest.json of an earlier run, so a
+// (latest.md, latest.svg, the scaling charts) again from the latest.json of an earlier run, and
+// profile.md from the profile.json of an earlier `npm run bench:profile` when there is one, so a
 // change to the report or the charts needs no new run.
 //   --out <dir>   the directory of that latest.json, where the report is written (default
 //                 bench/results)
@@ -7,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Results } from './results-model.js';
-import { writeReport } from './report/write.js';
+import { writeProfileMarkdown, writeReport } from './report/write.js';
 
 const args = process.argv.slice(2);
 let out = join(dirname(fileURLToPath(import.meta.url)), 'results');
@@ -22,4 +23,4 @@ for (let i = 0; i < args.length; i += 1) {
   }
 }
 const results = JSON.parse(readFileSync(join(out, 'latest.json'), 'utf8')) as Results;
-for (const path of writeReport(results, out)) console.log(`wrote ${path}`);
+for (const path of [...writeReport(results, out), ...writeProfileMarkdown(out)]) console.log(`wrote ${path}`);

@@ -16,8 +16,42 @@ export interface Env {
   notes: string[];
 }
 
+/**
+ * The figures of the previous results file (bench/results/latest.json as committed) that the
+ * regression targets compare with: scenario -> contender -> metric, for the pairs in
+ * {@link BASELINE_METRICS} only.
+ */
+export interface Baseline {
+  /** Where it was read from, for the report. */
+  readonly source: string;
+  readonly date: string;
+  readonly quick: boolean;
+  readonly scenarios: Record<string, Record<string, Metrics>>;
+}
+
+/** The costs a run must not raise against the previous results: scenario -> metrics of latchkey's. */
+export const BASELINE_METRICS: Readonly<Record<string, readonly string[]>> = {
+  uncontended: ['roundTripsPerCycle', 'cmdsPerCycle', 'redisCpuUsPerCycle'],
+  'contended-8': ['roundTripsPerAcq', 'cmdsPerAcq', 'redisCpuUsPerAcq'],
+};
+
+/** The baseline a run keeps of `previous` (see {@link Baseline}). */
+export function baselineOf(previous: Results, source: string): Baseline {
+  const scenarios: Record<string, Record<string, Metrics>> = {};
+  for (const [scenario, names] of Object.entries(BASELINE_METRICS)) {
+    const measured = previous.scenarios[scenario]?.['latchkey'];
+    if (measured === undefined) continue;
+    const kept: Metrics = {};
+    for (const name of names) if (measured[name] !== undefined) kept[name] = measured[name];
+    scenarios[scenario] = { latchkey: kept };
+  }
+  return { source, date: previous.env.date, quick: previous.env.quick, scenarios };
+}
+
 export interface Results {
   env: Env;
+  /** The previous results the regression targets compare with; absent when there were none. */
+  baseline?: Baseline;
   /** scenario -> contender -> metric -> number; runs that failed or were skipped are not here. */
   scenarios: Record<string, Record<string, Metrics>>;
   failed: Record<string, Record<string, { reason: string; metrics?: Metrics }>>;

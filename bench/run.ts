@@ -18,7 +18,7 @@ import { CONTENDER_NAMES, type Adapter, type ContenderName } from './contenders/
 import { spawnWorkers, type WorkerHandle } from './ipc.js';
 import { flushIfOwned, info, startBenchRedis } from './redis.js';
 import { writeReport } from './report/write.js';
-import { emptyResults, record, type Env, type Results } from './results-model.js';
+import { baselineOf, emptyResults, record, type Baseline, type Env, type Results } from './results-model.js';
 import { contended } from './scenarios/contended.js';
 import { handoff } from './scenarios/handoff.js';
 import { handoffPaired } from './scenarios/handoff-paired.js';
@@ -141,6 +141,8 @@ async function environment(redisVersion: string, quick: boolean, spawned: boolea
       latchkey: own.version,
       redis: version('redis'),
       ioredis: version('ioredis'),
+      iovalkey: version('iovalkey'),
+      '@valkey/valkey-glide': version('@valkey/valkey-glide'),
       redlock: version('redlock'),
       '@sesamecare-oss/redlock': version('@sesamecare-oss/redlock'),
       'redis-semaphore': version('redis-semaphore'),
@@ -164,11 +166,35 @@ function previous(out: string, quick: boolean): Results | undefined {
   }
 }
 
-/** Why a floor made for other scenarios sits out one with these names, or undefined. */
+/**
+ * The baseline of the regression targets: bench/results/latest.json as committed (at HEAD),
+ * else as it is on disk, whatever --out says; undefined when there is neither.
+ */
+function committedBaseline(): Baseline | undefined {
+  const path = 'bench/results/latest.json';
+  const parse = (text: string, source: string): Baseline | undefined => {
+    try {
+      return baselineOf(JSON.parse(text) as Results, source);
+    } catch {
+      return undefined;
+    }
+  };
+  const git = spawnSync('git', ['show', `HEAD:${path}`], { cwd: rootDir, encoding: 'utf8' });
+  if (git.status === 0) return parse(git.stdout, `${path} as committed`);
+  const file = join(benchDir, 'results', 'latest.json');
+  return existsSync(file) ? parse(readFileSync(file, 'utf8'), path) : undefined;
+}
+
+/**
+ * Why a floor, or a contender on another client, made for other scenarios sits out one with
+ * these names, or undefined.
+ */
 function outside(adapter: Adapter, names: readonly string[]): string | undefined {
   const only = adapter.caps.scenarios;
   if (only === undefined || names.some((name) => only.includes(name))) return undefined;
-  return `floor for the ${only.join(', ')} scenario only`;
+  return adapter.caps.floor
+    ? `floor for the ${only.join(', ')} scenario only`
+    : `latchkey on another client: compared in the ${only.join(', ')} scenarios only`;
 }
 
 function reason(error: unknown): string {
@@ -197,6 +223,10 @@ async function main(): Promise<void> {
       (note) => (partial || !note.startsWith('harness:')) && !env.notes.includes(note),
     );
     results.env = { ...env, notes: [...env.notes, ...keptNotes] };
+    // Read before this run writes its own: the regression targets compare with it.
+    const baseline = committedBaseline();
+    if (baseline === undefined) delete results.baseline;
+    else results.baseline = baseline;
     if (partial)
       results.env.notes.push(
         `harness: partial rerun (${process.argv.slice(2).join(' ')}) merged into earlier results`,

@@ -4,6 +4,8 @@ import type { ContenderName } from './contenders/types.js';
 import { contendedOps } from './scenarios/contended.js';
 import { handoffOps } from './scenarios/handoff.js';
 import { manyKeysOps } from './scenarios/many-keys.js';
+import { manyKeysKindOps } from './scenarios/many-keys-kinds.js';
+import { profileOps } from './profile/worker-ops.js';
 import { reentryOps } from './scenarios/reentry.js';
 import { scalingOps } from './scenarios/scaling.js';
 import { uncontendedOps } from './scenarios/uncontended.js';
@@ -54,7 +56,9 @@ const ops: WorkerOps = {
   ...handoffOps,
   ...contendedOps,
   ...manyKeysOps,
+  ...manyKeysKindOps,
   ...scalingOps,
+  ...profileOps,
 };
 
 interface Incoming {

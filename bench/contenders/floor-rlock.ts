@@ -12,6 +12,7 @@ import {
   ownerField,
   queueMember,
   requestKey,
+  foreignKey,
   unlockChannel,
   waitQueueKey,
 } from '../../src/keys.js';
@@ -52,9 +53,10 @@ async function connect(options: SessionOptions): Promise<Session> {
       const reply: unknown = await redis.sendCommand([
         'EVALSHA',
         releaseSha,
-        '2',
+        '3',
         key,
         waitQueueKey(key),
+        foreignKey(key),
         unlockChannel(key),
         lease,
         owner,
@@ -76,10 +78,11 @@ async function connect(options: SessionOptions): Promise<Session> {
       const reply: unknown = await redis.sendCommand([
         'EVALSHA',
         acquireSha,
-        '3',
+        '4',
         key,
         requestKey(key, id),
         waitQueueKey(key),
+        foreignKey(key),
         lease,
         owner,
         '0',

@@ -4,6 +4,7 @@ import { floorPubsub } from './floor-pubsub.js';
 import { floorRlock } from './floor-rlock.js';
 import { floorSetnx } from './floor-setnx.js';
 import { latchkey } from './latchkey.js';
+import { latchkeyGlide, latchkeyIoredis, latchkeyIovalkey } from './latchkey-clients.js';
 import {
   latchkeyFair,
   latchkeyFenced,
@@ -37,6 +38,9 @@ export const ADAPTERS: Readonly<Record<ContenderName, Adapter>> = {
   'latchkey-rw': latchkeyReadWrite,
   'latchkey-semaphore': latchkeySemaphore,
   'latchkey-permits': latchkeyPermits,
+  'latchkey-ioredis': latchkeyIoredis,
+  'latchkey-iovalkey': latchkeyIovalkey,
+  'latchkey-glide': latchkeyGlide,
   'rs-semaphore': rsSemaphore,
   'rs-multisemaphore': rsMultiSemaphore,
 };

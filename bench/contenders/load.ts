@@ -20,6 +20,9 @@ const LOADERS: Readonly<Record<ContenderName, () => Promise<Adapter>>> = {
   'latchkey-rw': async () => (await import('./latchkey-kinds.js')).latchkeyReadWrite,
   'latchkey-semaphore': async () => (await import('./latchkey-kinds.js')).latchkeySemaphore,
   'latchkey-permits': async () => (await import('./latchkey-kinds.js')).latchkeyPermits,
+  'latchkey-ioredis': async () => (await import('./latchkey-clients.js')).latchkeyIoredis,
+  'latchkey-iovalkey': async () => (await import('./latchkey-clients.js')).latchkeyIovalkey,
+  'latchkey-glide': async () => (await import('./latchkey-clients.js')).latchkeyGlide,
   'rs-semaphore': async () => (await import('./redis-semaphore-kinds.js')).rsSemaphore,
   'rs-multisemaphore': async () => (await import('./redis-semaphore-kinds.js')).rsMultiSemaphore,
 };

@@ -18,6 +18,9 @@ export const CONTENDER_NAMES = [
   'latchkey-rw',
   'latchkey-semaphore',
   'latchkey-permits',
+  'latchkey-ioredis',
+  'latchkey-iovalkey',
+  'latchkey-glide',
   'rs-semaphore',
   'rs-multisemaphore',
 ] as const;
@@ -44,8 +47,9 @@ export interface Capabilities {
   /** A semaphore: the session takes `permits` from {@link SessionOptions} (default 1). */
   readonly permits?: boolean;
   /**
-   * Scenario names a floor is made for (e.g. only the hand-off); every other scenario skips it.
-   * Undefined: every scenario that can run it.
+   * Scenario names a floor is made for (e.g. only the hand-off), or that a variant of a
+   * contender on another client runs in; every other scenario skips it. Undefined: every
+   * scenario that can run it.
    */
   readonly scenarios?: readonly string[];
 }
@@ -69,6 +73,17 @@ export interface Held {
   readonly redisKey?: string;
 }
 
+/** A kind whose waiter's heap the many-keys scenario measures beside a lock waiter's. */
+export type WaiterKind = 'semaphore' | 'latch';
+
+/** How a session holds one kind's key and waits on it, for {@link Session.waiterKinds}. */
+export interface KindWaits {
+  /** Takes the key so that a waiter has to wait (a semaphore's only permit, a latch's count). */
+  hold(key: string): Promise<Held>;
+  /** Waits until the key's holder releases it. */
+  wait(key: string): Promise<unknown>;
+}
+
 export interface Session {
   acquire(key: string): Promise<Held>;
   /**
@@ -86,6 +101,11 @@ export interface Session {
    * undefined for a contender that does not report losing a lock.
    */
   readonly locksLost?: number;
+  /**
+   * The other kinds of the same library whose waiters the many-keys scenario weighs against a
+   * lock waiter (latchkey only); undefined for other contenders.
+   */
+  readonly waiterKinds?: Readonly<Record<WaiterKind, KindWaits>>;
   close(): Promise<void>;
 }
 

@@ -1,6 +1,7 @@
 // What the Markdown report, the charts and the targets share: the peers, reading one metric of
 // a run, and the formats of numbers, ratios and durations in the report's text.
 import type { Results } from '../results-model.js';
+import type { ProfileTopic } from './profile-causes.js';
 
 /** The peer libraries, each measured as a lock beside latchkey. */
 export const PEERS = [
@@ -54,10 +55,18 @@ export type Verdict = {
   readonly target: string;
   readonly status: 'pass' | 'miss' | 'n/a';
   readonly detail: string;
+  /** What a profile run (bench/results/profile.json) says of this target, when it is missed. */
+  readonly about?: ProfileTopic;
 };
 
-export function verdict(target: string, ok: boolean | undefined, detail: string): Verdict {
-  return { target, status: ok === undefined ? 'n/a' : ok ? 'pass' : 'miss', detail };
+export function verdict(
+  target: string,
+  ok: boolean | undefined,
+  detail: string,
+  about?: ProfileTopic,
+): Verdict {
+  const status = ok === undefined ? 'n/a' : ok ? 'pass' : 'miss';
+  return about === undefined ? { target, status, detail } : { target, status, detail, about };
 }
 
 /** All parts hold: false as soon as one is known false, undefined while one is unknown. */

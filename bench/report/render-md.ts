@@ -1,11 +1,14 @@
 // The Markdown report of a run (bench/results/latest.md): the environment, the targets, a table
-// per latchkey kind and per scenario, and the scaling curves with links to their charts.
+// per latchkey kind, per client and per scenario, and the scaling curves with links to their charts.
+import type { ProfileResults } from '../profile/model.js';
 import type { Metrics } from '../scenarios/common.js';
 import type { Results } from '../results-model.js';
 import { isScalingPoint } from '../scaling-points.js';
-import { fmt, x } from './common.js';
+import { clientsTable } from './clients.js';
+import { fmt, x, type Verdict } from './common.js';
 import { CURVES, curveContenders, flatness, points } from './curves.js';
 import { DESCRIPTIONS, HOW_MEASURED, SCALING_DESCRIPTION } from './descriptions.js';
+import { profileCauses, type ProfileTopic } from './profile-causes.js';
 import { targets } from './targets.js';
 import { kindVerdicts } from './targets-kinds.js';
 
@@ -78,9 +81,27 @@ function scenarioTable(results: Results, scenario: string): string[] {
   return lines;
 }
 
-/** The whole report of a run, as bench/results/latest.md has it. */
-export function renderMarkdown(results: Results): string {
+/**
+ * A target row's "measured" cell: its detail, and for a miss what the profile run says of it
+ * (its causes in a few words and a link to bench/results/profile.md).
+ */
+function measured(
+  v: Verdict,
+  causes: Partial<Record<ProfileTopic, string>>,
+  profile?: ProfileResults,
+): string {
+  const said = v.about === undefined ? undefined : causes[v.about];
+  if (v.status !== 'miss' || said === undefined || profile === undefined) return v.detail;
+  return `${v.detail}; **profile** ([profile.md](profile.md), ${profile.env.date.slice(0, 10)}): ${said}`;
+}
+
+/**
+ * The whole report of a run, as bench/results/latest.md has it; with `profile` (a profile run's
+ * results, bench/results/profile.json), each missed target it speaks to says what it found.
+ */
+export function renderMarkdown(results: Results, profile?: ProfileResults): string {
   const { env } = results;
+  const causes = profile === undefined ? {} : profileCauses(profile, true);
   const lines = [
     '# latchkey benchmark results',
     '',
@@ -103,10 +124,11 @@ export function renderMarkdown(results: Results): string {
     '|---|---|---|',
     ...targets(results).map(
       (v) =>
-        `| ${v.target} | ${v.status === 'pass' ? 'pass' : v.status === 'miss' ? '**miss**' : 'n/a'} | ${v.detail} |`,
+        `| ${v.target} | ${v.status === 'pass' ? 'pass' : v.status === 'miss' ? '**miss**' : 'n/a'} | ${measured(v, causes, profile)} |`,
     ),
     '',
     ...kindsTable(results),
+    ...clientsTable(results),
   ];
   const scenarios = new Set([
     ...Object.keys(results.scenarios),

@@ -156,19 +156,25 @@ function smallMultiple(
   const axis = log
     ? logAxis(Math.min(...positive), Math.max(...positive), 5)
     : linearAxis(values.length === 0 ? 1 : Math.max(...values), 4, true);
+  // A log scale has no place for 0 (a contender with no subscription): such points get a line
+  // of their own at the bottom, labelled 0, below the lowest decade.
+  const zeroBand = log && values.some((v) => v === 0) ? 0.15 : 0;
+  const at = (v: number): number => (zeroBand > 0 && v <= 0 ? 0 : zeroBand + (1 - zeroBand) * axis.at(v));
+  const ticks = zeroBand > 0 ? [0, ...axis.ticks] : axis.ticks;
+  const label = (tick: number): string => (zeroBand > 0 && tick === 0 ? '0' : axis.label(tick));
   const xLo = Math.log10(curve.points[0] ?? 1);
   const xHi = Math.log10(curve.points[curve.points.length - 1] ?? 10);
   const px = (n: number): number => plot.x + ((Math.log10(n) - xLo) / (xHi - xLo || 1)) * plot.w;
-  const py = (v: number): number => plot.y + plot.h - axis.at(v) * plot.h;
+  const py = (v: number): number => plot.y + plot.h - at(v) * plot.h;
   const parts = [
     `<text x="${left + 10}" y="${top + 14}" font-size="12" font-weight="bold">${escape(metricOf.label)}${log ? ' (log)' : ''}</text>`,
     `<rect x="${plot.x}" y="${plot.y}" width="${plot.w}" height="${plot.h}" fill="none" stroke="#ccc"/>`,
   ];
-  for (const tick of axis.ticks) {
+  for (const tick of ticks) {
     const ty = py(tick).toFixed(1);
     parts.push(
       `<line x1="${plot.x}" y1="${ty}" x2="${plot.x + plot.w}" y2="${ty}" stroke="#eee"/>`,
-      `<text x="${plot.x - 4}" y="${ty}" font-size="9" text-anchor="end" dominant-baseline="middle">${axis.label(tick)}</text>`,
+      `<text x="${plot.x - 4}" y="${ty}" font-size="9" text-anchor="end" dominant-baseline="middle">${label(tick)}</text>`,
     );
   }
   for (const n of curve.points) {

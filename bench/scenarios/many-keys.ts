@@ -8,11 +8,14 @@
 // waiters: it measures renewal of held locks. floor-pubsub (a held lock is one key, a waiter one
 // queued token, one subscribed channel and one pending promise) runs beside latchkey in a quick
 // run too: its heap per lock is what the harness and node-redis keep alone, the heap's floor.
+// For latchkey, a semaphore waiter and a latch waiter per key are weighed the same way after the
+// locks (many-keys-kinds.ts).
 import type { Held } from '../contenders/types.js';
 import { CountingProxy, totalOf } from '../proxy.js';
 import { costSince, pubsubChannels, serverCost, type Admin } from '../redis.js';
 import { round } from '../stats.js';
 import { heapAfterGc, inBatches, lowestHeapAfterGc, session } from '../worker-state.js';
+import { kindWaiterHeaps } from './many-keys-kinds.js';
 import {
   connect,
   disconnect,
@@ -202,6 +205,13 @@ async function runSize(context: RunContext, count: number, waiters: boolean): Pr
     // Holds released, waiters served and released, then the sessions close.
     await worker.call({ op: 'manyKeys.release', waitMs: 60_000 }, 300_000);
     await worker.call({ op: 'manyKeys.end' });
+    // latchkey's semaphore and latch waiters, on the same sessions once the locks are given back.
+    const kinds = waiters
+      ? await kindWaiterHeaps(worker, { holder: 'many-holder', waiter: 'many-waiter' }, prefix, count, () =>
+          channelsSettled(context, 30_000),
+        )
+      : { metrics: {}, notes: [] };
+    notes.push(...kinds.notes);
     if (waiters) await disconnect(worker, 'many-waiter');
     await disconnect(worker, 'many-holder');
     const unhandled = (await unhandledTotal(context.workers)) - before;
@@ -211,6 +221,7 @@ async function runSize(context: RunContext, count: number, waiters: boolean): Pr
     else notes.push('no waiters at this size: the holder session alone (holderHeapBytesPerLock)');
     metrics['holderHeapBytesPerLock'] = round(holderHeap / count, 0);
     if (waiters) metrics['waiterHeapBytesPerLock'] = round((heap - holderHeap) / count, 0);
+    Object.assign(metrics, kinds.metrics);
     // The sampler's own PTTL calls are not the contender's.
     metrics['serverCmdsPerSec'] = round((cost.commands - samples.replies) / (windowMs / 1000), 1);
     metrics['leaseMs'] = leaseMs;
