@@ -3,7 +3,7 @@ import { GlideConnection, glideProblem, isGlide, isGlideCluster } from './glide.
 import { GlideClusterConnection } from './glide-cluster.js';
 import { commandClass, IoRedisConnection, ioRedisLibrary, ioRedisProblem, isIoRedis } from './ioredis.js';
 import { isNodeRedisCluster, NodeRedisConnection, nodeRedisProblem } from './node-redis.js';
-import type { GlideClusterClientLike, NodeRedisClusterClient } from './connection.js';
+import type { NodeRedisClusterClient } from './connection.js';
 import { NodeRedisClusterConnection } from './node-redis-cluster.js';
 import { isNodeRedisSentinel, NodeRedisSentinelConnection } from './node-redis-sentinel.js';
 
@@ -43,9 +43,7 @@ export function adapt(redis: unknown): RedisConnection | ClientProblem {
   if (isGlide(redis)) {
     const problem = glideProblem(redis);
     if (problem !== undefined) return { library: 'glide', problem };
-    return isGlideCluster(redis)
-      ? new GlideClusterConnection(redis as GlideClusterClientLike)
-      : new GlideConnection(redis);
+    return isGlideCluster(redis) ? new GlideClusterConnection(redis) : new GlideConnection(redis);
   }
   if (isNodeRedisCluster(redis)) {
     const cluster = redis as NodeRedisClusterClient;

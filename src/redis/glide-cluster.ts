@@ -21,7 +21,7 @@
  *   failover or a slot move is followed soon even while nothing is sent.
  */
 import type { GlideClusterClientLike, RedisConnection, Subscriber, SubscriberEvents } from './connection.js';
-import { firstKeyOf, SHARDED_PUB_SUB_SINCE } from './cluster-routing.js';
+import { afterReply, firstKeyOf, SHARDED_PUB_SUB_SINCE } from './cluster-routing.js';
 import { classOf, configOf } from './glide.js';
 import { flatMaps, translated } from './glide-replies.js';
 import { openGlideSubscriber, type GlideClientClass } from './glide-subscriber.js';
@@ -88,14 +88,7 @@ export class GlideClusterConnection implements RedisConnection {
    */
   sendPair(first: string[], second: string[], signal?: AbortSignal): [Promise<unknown>, Promise<unknown>] {
     const key = firstKeyOf(first);
-    const reply = this.#sendTo(first, key, signal);
-    const after = reply.then(
-      () => this.#sendTo(second, key, signal),
-      () => {
-        throw new Error('The write was not answered, so nothing was waited for');
-      },
-    );
-    return [reply, after];
+    return afterReply(this.#sendTo(first, key, signal), () => this.#sendTo(second, key, signal));
   }
 
   openSubscriber(events: SubscriberEvents): Promise<Subscriber> {

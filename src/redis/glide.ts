@@ -16,10 +16,16 @@
  *   2.x), and GLIDE subscribes again by itself after a reconnect. It needs RESP3 (GLIDE's
  *   default): a RESP2 configuration's subscriber is switched to RESP3.
  * - GLIDE does not tell its user that the subscriber reconnected: the server's confirmations of
- *   GLIDE's own resubscription are taken as the sign (see GlideSubscription), and no connection
+ *   GLIDE's own resubscription are taken as the sign (see GlideSubscription in glide-subscriber.ts), and no connection
  *   error of the subscriber is reported (GLIDE reports none).
  */
-import type { GlideClientLike, RedisConnection, Subscriber, SubscriberEvents } from './connection.js';
+import type {
+  GlideClientLike,
+  GlideClusterClientLike,
+  RedisConnection,
+  Subscriber,
+  SubscriberEvents,
+} from './connection.js';
 import { flatMaps, translated } from './glide-replies.js';
 import { openGlideSubscriber, type GlideClientClass } from './glide-subscriber.js';
 
@@ -39,7 +45,7 @@ export function isGlide(redis: unknown): redis is GlideClientLike {
 }
 
 /** Whether the GLIDE client `redis` is a `GlideClusterClient` (it alone routes scripts). @internal */
-export function isGlideCluster(redis: GlideClientLike): boolean {
+export function isGlideCluster(redis: GlideClientLike): redis is GlideClusterClientLike {
   return typeof (redis as { invokeScriptWithRoute?: unknown }).invokeScriptWithRoute === 'function';
 }
 

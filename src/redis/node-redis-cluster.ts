@@ -8,7 +8,7 @@ import type {
 import { isServerReply } from './replies.js';
 import { ClusterSubscription, type NodeOfCluster } from './node-redis-cluster-subscriber.js';
 import { isAtLeast } from './server-version.js';
-import { firstKeyOf, SHARDED_PUB_SUB_SINCE } from './cluster-routing.js';
+import { afterReply, firstKeyOf, SHARDED_PUB_SUB_SINCE } from './cluster-routing.js';
 
 /** How often at most a failed command makes node-redis learn the cluster's layout again. */
 const REDISCOVER_EVERY_MS = 500;
@@ -90,20 +90,14 @@ export class NodeRedisClusterConnection implements RedisConnection {
    */
   sendPair(first: string[], second: string[], signal?: AbortSignal): [Promise<unknown>, Promise<unknown>] {
     const key = firstKeyOf(first);
-    const reply = this.send(first, signal);
-    const after = reply.then(
-      () =>
-        this.#client.sendCommand(
-          key,
-          false,
-          second,
-          signal === undefined ? undefined : { abortSignal: signal },
-        ),
-      () => {
-        throw new Error('The write was not answered, so nothing was waited for');
-      },
+    return afterReply(this.send(first, signal), () =>
+      this.#client.sendCommand(
+        key,
+        false,
+        second,
+        signal === undefined ? undefined : { abortSignal: signal },
+      ),
     );
-    return [reply, after];
   }
 
   async openSubscriber(events: SubscriberEvents): Promise<Subscriber> {

@@ -105,7 +105,8 @@ export class UnwrittenCommands {
   send(client: CommandSender, args: string[]): Promise<unknown> {
     const withdrawal = new Withdrawal(this.#unwritten);
     const reply = client.sendCommand(args, { abortSignal: withdrawal as unknown as AbortSignal });
-    // A settled command is no longer node-redis's to write, however it was settled.
+    // A command written out had its listener taken off by node-redis; one settled otherwise (a
+    // rejection: node-redis's own timeout, say) must be forgotten here, as it is out of the queue.
     reply.catch(() => withdrawal.forget());
     return reply;
   }

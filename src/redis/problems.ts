@@ -31,7 +31,7 @@ export function problemMessage(expected: string, got: string, found: ClientProbl
   const ioredis = found.library;
   switch (found.problem) {
     case 'cluster':
-      return `${ioredis} Cluster clients are not supported: got an ${ioredis} Cluster client; for a Redis Cluster pass a node-redis createCluster() client (connected), or a standalone ${ioredis} client from new Redis()`;
+      return `${ioredis} Cluster clients are not supported: got an ${ioredis} Cluster client; for a Redis Cluster pass a node-redis createCluster() client (connected) or a Valkey GLIDE GlideClusterClient, or a standalone ${ioredis} client from new Redis()`;
     case 'lazy':
       return `${expected}; the ${ioredis} client is not connected (status "wait", from \`lazyConnect\`): call \`await redis.connect()\` first`;
     case 'closed':
