@@ -33,6 +33,8 @@ export interface HandleParts {
    * reentrant; undefined for a reentrant one, whose holds Redis counts.
    */
   readonly heldKey: string | undefined;
+  /** The kind's public name (`Protocol.kind`): which kinds may be members is the multi-lock's call. */
+  readonly kind: string;
 }
 
 let partsOf: (handle: LockHandle<Lease>) => HandleParts;
@@ -57,6 +59,7 @@ export abstract class LockHandle<L extends Lease> {
     partsOf = (handle) => ({
       engine: handle.#engine,
       heldKey: handle.#owners.reentrant ? undefined : handle.#contextKey(),
+      kind: handle.#target.protocol.kind,
     });
   }
 

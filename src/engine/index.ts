@@ -10,7 +10,7 @@ export { Events } from './events.js';
 export { CONTEXT_OWNERS, handleParts, LockHandle } from './handle.js';
 export type { HandleParts } from './handle.js';
 export { hashHoldCount } from './hold-count.js';
-export { Hold, lostRelease } from './holds/hold.js';
+export { Hold, lostRelease, verifiedOnRead } from './holds/hold.js';
 export { Lease, plainLease } from './lease.js';
 export type { LeaseHost, LeaseJSON } from './lease.js';
 export { countedRelease, renewedFlags, REPLY, sharedAcquireReply, yesOrNo } from './replies.js';

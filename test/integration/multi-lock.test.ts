@@ -429,6 +429,10 @@ describe('MultiLock', () => {
           /`handles\[1\]` to be a lock handle.*got a Semaphore/,
         ],
         [
+          () => locks.multiLock([locks.lock('a'), locks.permitSemaphore('b', { permits: 2 })]),
+          /`handles\[1\]` to be a lock handle.*got a PermitSemaphore/,
+        ],
+        [
           () => locks.multiLock([locks.lock('a'), stranger.lock('b')]),
           /`handles\[1\]` \(lock "b"\) was made by another LockClient/,
         ],

@@ -129,23 +129,26 @@ function native(signal: AbortSignal, property: 'aborted' | 'reason'): unknown {
 }
 
 /**
- * Makes every read of a hold's signal verify the hold first. The abort itself is synchronous
- * (the `abort` event is dispatched before the read returns), so a listener given the signal
- * hears of the loss in the same turn as the code that checked it.
+ * Makes every read of `signal` (`aborted`, `reason`, `throwIfAborted()`) call `checked.verify()`
+ * first, which aborts it if what it stands for was lost by the clock: a hold's signal, a
+ * multi-lease's.
+ * The abort itself is synchronous (the `abort` event is dispatched before the read returns), so
+ * a listener given the signal hears of the loss in the same turn as the code that checked it.
+ * @internal
  */
-function verifiedOnRead(signal: AbortSignal, hold: Hold): void {
+export function verifiedOnRead(signal: AbortSignal, checked: { verify(): void }): void {
   Object.defineProperties(signal, {
     aborted: {
       configurable: true,
       get: (): boolean => {
-        hold.verify();
+        checked.verify();
         return native(signal, 'aborted') === true;
       },
     },
     reason: {
       configurable: true,
       get: (): unknown => {
-        hold.verify();
+        checked.verify();
         return native(signal, 'reason');
       },
     },
@@ -153,7 +156,7 @@ function verifiedOnRead(signal: AbortSignal, hold: Hold): void {
       configurable: true,
       writable: true,
       value: (): void => {
-        hold.verify();
+        checked.verify();
         if (native(signal, 'aborted') === true) throw native(signal, 'reason');
       },
     },

@@ -23,6 +23,19 @@ export interface Member {
   readonly heldKey: string | undefined;
 }
 
+/**
+ * The kinds a multi-lock takes: the locks, each held by one owner at a time (or by readers
+ * together). A permit semaphore's handle is a lock handle too, but not a lock.
+ */
+const MEMBER_KINDS: ReadonlySet<string> = new Set([
+  'lock',
+  'fenced-lock',
+  'fair-lock',
+  'simple-lock',
+  'read-lock',
+  'write-lock',
+]);
+
 const EXPECTED_HANDLE =
   'a lock handle of this LockClient (lock, fencedLock, fairLock, simpleLock, or readWriteLock(name).readLock() or .writeLock())';
 
@@ -51,13 +64,13 @@ export function checkMembers(engine: Engine, handles: unknown): readonly Member[
   }
   const byKey = new Map<string, number>();
   const members = (handles as unknown[]).map((given, index): Member => {
-    if (!(given instanceof LockHandle)) {
+    const parts = given instanceof LockHandle ? handleParts(given as MemberHandle) : undefined;
+    if (parts === undefined || !MEMBER_KINDS.has(parts.kind)) {
       throw new InvalidArgumentError(
         `Expected \`handles[${index}]\` to be ${EXPECTED_HANDLE}, got ${shown(given)}`,
       );
     }
     const handle = given as MemberHandle;
-    const parts = handleParts(handle);
     if (parts.engine !== engine) {
       throw new InvalidArgumentError(
         `\`handles[${index}]\` (lock "${handle.name}") was made by another LockClient; every member of a multi-lock must come from the LockClient whose multiLock() is called`,

@@ -1,4 +1,4 @@
-import type { Lease, LeaseJSON } from '../../engine/index.js';
+import { unwatchAbort, verifiedOnRead, watchAbort, type Lease, type LeaseJSON } from '../../engine/index.js';
 import { LockError, LockNotOwnedError } from '../../errors.js';
 
 /** What {@link MultiLease.toJSON} returns. */
@@ -6,11 +6,6 @@ export interface MultiLeaseJSON {
   readonly released: boolean;
   readonly lost: boolean;
   readonly leases: readonly LeaseJSON[];
-}
-
-/** AbortSignal's own `aborted` or `reason`, read past the properties that shadow them. */
-function native(signal: AbortSignal, property: 'aborted' | 'reason'): unknown {
-  return Reflect.get(AbortSignal.prototype, property, signal);
 }
 
 /**
@@ -41,11 +36,21 @@ export class MultiLease<L extends readonly Lease[] = readonly Lease[]> implement
         this.#controller.abort(signal.reason);
         break;
       }
-      const onLoss = (): void => this.#controller.abort(signal.reason);
-      signal.addEventListener('abort', onLoss, { once: true });
-      this.#onLoss.push(() => signal.removeEventListener('abort', onLoss));
+      // One listener per signal, however many multi-leases share a reentrant member's.
+      const onLoss = { handleEvent: (): void => this.#controller.abort(signal.reason) };
+      watchAbort(signal, onLoss);
+      this.#onLoss.push(() => unwatchAbort(signal, onLoss));
     }
-    this.#verifiedOnRead(this.#controller.signal);
+    // Every read of the signal reads the members' signals first, which check their holds against
+    // their deadlines: a member past its lease aborts, and this signal with it, before the read
+    // returns.
+    verifiedOnRead(this.#controller.signal, {
+      verify: () => {
+        for (const lease of this.leases) {
+          if (lease.signal.aborted) return;
+        }
+      },
+    });
   }
 
   /**
@@ -113,42 +118,5 @@ export class MultiLease<L extends readonly Lease[] = readonly Lease[]> implement
   /** Releases the lease unless `release()` was already called. */
   async [Symbol.asyncDispose](): Promise<void> {
     if (!this.#released) await this.release();
-  }
-
-  /**
-   * Makes every read of the signal read the members' signals first, which check their holds
-   * against their deadlines: a member past its lease aborts, and this signal with it, before the
-   * read returns.
-   */
-  #verifiedOnRead(signal: AbortSignal): void {
-    const verify = (): void => {
-      for (const lease of this.leases) {
-        if (lease.signal.aborted) return;
-      }
-    };
-    Object.defineProperties(signal, {
-      aborted: {
-        configurable: true,
-        get: (): boolean => {
-          verify();
-          return native(signal, 'aborted') === true;
-        },
-      },
-      reason: {
-        configurable: true,
-        get: (): unknown => {
-          verify();
-          return native(signal, 'reason');
-        },
-      },
-      throwIfAborted: {
-        configurable: true,
-        writable: true,
-        value: (): void => {
-          verify();
-          if (native(signal, 'aborted') === true) throw native(signal, 'reason');
-        },
-      },
-    });
   }
 }
